@@ -1,0 +1,117 @@
+"""Typed, validated configuration saved with every model.
+
+Defaults follow Spark NLP NerDL (Kocaman & Talby 2020) where the paper fixes them; where we deviate the
+comment says why.  ``extra="forbid"`` turns a typo in a config file or a CLI override into a clear error
+instead of a silently ignored knob.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from nerservice.errors import ConfigError
+
+CONFIG_VERSION = "nerservice.config.v1"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(_Strict):
+    """Network shape. Sizes that depend on data (vocab, chars, tags) are not here: they come from the
+    vocabularies saved beside the config."""
+
+    architecture: Literal["bilstm-cnn-char-crf.v1"] = "bilstm-cnn-char-crf.v1"
+    char_embedding_dim: int = Field(25, ge=1)  # NerDL: 25-d char embeddings
+    char_cnn_filters: int = Field(30, ge=0)  # NerDL: 30 filters; 0 disables the char CNN
+    char_cnn_width: int = Field(3, ge=1)  # NerDL: width 3
+    char_lstm_units: int = Field(30, ge=0)  # NerDL: 30 per direction; 0 disables the char BiLSTM
+    max_word_length: int = Field(24, ge=1)  # chars kept per word; longer words are cut (prefix+suffix kept)
+    word_embedding_dim: int = Field(100, ge=1)  # used only when no pretrained vectors are given
+    embeddings_trainable: bool = False  # NerDL freezes pretrained vectors; frozen also keeps OOV rows at 0
+    dense_units: int = Field(256, ge=1)  # NerDL: dense 256 ReLU before the recurrent stack
+    lstm_units: int = Field(128, ge=1)  # NerDL: 128 per direction
+    lstm_layers: int = Field(3, ge=1)  # NerDL graph: 3 residual BiLSTM layers
+    dropout: float = Field(0.5, ge=0.0, lt=1.0)  # NerDL: 0.5
+
+
+class TrainingConfig(_Strict):
+    epochs: int = Field(30, ge=1)
+    # NerDL uses batch 8; on 2 CPU cores 32 trains ~3x faster per epoch with the same F1 in our runs.
+    batch_size: int = Field(32, ge=1)
+    learning_rate: float = Field(1e-3, gt=0)  # NerDL: Adam 1e-3
+    lr_decay: float = Field(0.005, ge=0)  # lr / (1 + po * epoch), NerDL po = 0.005
+    clip_norm: float = Field(5.0, gt=0)  # NerDL clips at 5
+    patience: int = Field(5, ge=1)  # epochs without dev entity-F1 gain before stopping
+    min_delta: float = Field(0.0, ge=0)
+    seed: int = 42
+    bucket_size: int = Field(8, ge=1)  # sentences are bucketed by length in windows of this many tokens
+    max_minutes: float | None = Field(None, gt=0)  # wall-clock budget; stops after the epoch that crosses it
+    eval_batch_size: int = Field(256, ge=1)
+
+
+class NerConfig(_Strict):
+    version: Literal["nerservice.config.v1"] = CONFIG_VERSION
+    model: ModelConfig = ModelConfig()
+    training: TrainingConfig = TrainingConfig()
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True)
+
+    def fingerprint(self) -> str:
+        """Stable hash of the config (sorted JSON), recorded as lineage."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "NerConfig":
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(f"invalid config: {_describe(exc)}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "NerConfig":
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read config {path}: {exc}") from None
+        return cls.from_dict(data)
+
+    def with_overrides(self, overrides: dict[str, Any] | list[str]) -> "NerConfig":
+        """Apply dotted overrides: {"training.epochs": 3} or ["training.epochs=3", "model.dropout=0.3"]."""
+        if isinstance(overrides, list):
+            parsed: dict[str, Any] = {}
+            for item in overrides:
+                if "=" not in item:
+                    raise ConfigError(f"override {item!r} is not KEY=VALUE", hint="e.g. training.epochs=5")
+                key, raw = item.split("=", 1)
+                parsed[key.strip()] = _parse_value(raw.strip())
+            overrides = parsed
+        data = self.model_dump(mode="json")
+        for key, value in overrides.items():
+            parts = key.split(".")
+            node = data
+            for p in parts[:-1]:
+                if not isinstance(node.get(p), dict):
+                    raise ConfigError(f"unknown config section {p!r} in override {key!r}")
+                node = node[p]
+            if parts[-1] not in node:
+                raise ConfigError(f"unknown config key {key!r}", hint=f"known: {sorted(node)}")
+            node[parts[-1]] = value
+        return NerConfig.from_dict(data)
+
+
+def _parse_value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _describe(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())

@@ -1,0 +1,80 @@
+"""Evaluation as plain functions returning dicts (spaCy's scorer habit).
+
+Entity level: seqeval in strict IOB2 mode — an entity counts only if its type and both boundaries match.
+This is what papers report.  Token level: per-token precision/recall/F1 over non-O tags (B-/I- prefixes
+stripped), which is what Spark NLP's NerDL logs during training; reported separately and labelled so
+nobody compares the two by accident.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+
+def _prf(tp: int, n_pred: int, n_gold: int) -> dict[str, float]:
+    p = tp / n_pred if n_pred else 0.0
+    r = tp / n_gold if n_gold else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": p, "recall": r, "f1": f}
+
+
+def entity_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Strict IOB2 entity P/R/F1, micro and per type (seqeval)."""
+    from seqeval.metrics.sequence_labeling import get_entities  # noqa: F401  (import check)
+    from seqeval.metrics.v1 import precision_recall_fscore_support
+    from seqeval.scheme import IOB2
+
+    if len(gold) != len(pred):
+        raise ValueError(f"{len(gold)} gold vs {len(pred)} predicted sentences")
+    for i, (g, p) in enumerate(zip(gold, pred)):
+        if len(g) != len(p):
+            raise ValueError(f"sentence {i}: {len(g)} gold vs {len(p)} predicted tags")
+    gold_l, pred_l = [list(s) for s in gold], [list(s) for s in pred]
+    per_type: dict[str, Any] = {}
+    micro = {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
+    if any(t != "O" for s in gold_l for t in s) or any(t != "O" for s in pred_l for t in s):
+        p, r, f, s = precision_recall_fscore_support(gold_l, pred_l, average=None, mode="strict", scheme=IOB2,
+                                                     zero_division=0)
+        labels = sorted({t[2:] for sent in gold_l + pred_l for t in sent if t != "O"})
+        for label, pi, ri, fi, si in zip(labels, p, r, f, s):
+            per_type[label] = {"precision": float(pi), "recall": float(ri), "f1": float(fi), "support": int(si)}
+        mp, mr, mf, _ = precision_recall_fscore_support(gold_l, pred_l, average="micro", mode="strict",
+                                                        scheme=IOB2, zero_division=0)
+        micro = {"precision": float(mp), "recall": float(mr), "f1": float(mf), "support": int(sum(s))}
+    return {"micro": micro, "per_type": per_type}
+
+
+def token_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Token-level P/R/F1 over entity tokens (prefix-free labels), micro and per type — NerDL's log figure."""
+    tp: Counter[str] = Counter()
+    n_pred: Counter[str] = Counter()
+    n_gold: Counter[str] = Counter()
+    correct = total = 0
+    for g_sent, p_sent in zip(gold, pred):
+        for g, p in zip(g_sent, p_sent):
+            gl, pl = (g[2:] if g != "O" else "O"), (p[2:] if p != "O" else "O")
+            total += 1
+            correct += g == p
+            if gl != "O":
+                n_gold[gl] += 1
+            if pl != "O":
+                n_pred[pl] += 1
+            if gl != "O" and gl == pl:
+                tp[gl] += 1
+    labels = sorted(set(n_gold) | set(n_pred))
+    per_type = {lab: {**_prf(tp[lab], n_pred[lab], n_gold[lab]), "support": n_gold[lab]} for lab in labels}
+    micro = {**_prf(sum(tp.values()), sum(n_pred.values()), sum(n_gold.values())), "support": sum(n_gold.values())}
+    return {"micro": micro, "per_type": per_type, "accuracy": correct / total if total else 0.0}
+
+
+def evaluate_tags(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Everything we report for one corpus: entity (strict) and token-level figures."""
+    ent = entity_scores(gold, pred)
+    return {
+        "micro": ent["micro"],
+        "per_type": ent["per_type"],
+        "tokens": sum(len(s) for s in gold),
+        "sentences": len(gold),
+        "token_level": token_scores(gold, pred),
+    }

@@ -1,0 +1,77 @@
+"""Exact CRF decoding in NumPy: Viterbi paths and per-token marginals (forward-backward).
+
+Decoding runs on the host after the network: it is cheap (T·K² per sentence for a handful of tags), it
+keeps inference identical across Keras backends, and marginals give each entity a confidence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CrfParams:
+    transitions: np.ndarray  # (K, K) from → to
+    start: np.ndarray  # (K,)
+    end: np.ndarray  # (K,)
+
+
+def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
+    m = np.max(x, axis=axis, keepdims=True)
+    return np.squeeze(m, axis) + np.log(np.sum(np.exp(x - m), axis=axis))
+
+
+def viterbi(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> list[np.ndarray]:
+    """Best tag path per sentence. emissions (B, T, K); returns B arrays of length lengths[b]."""
+    b, t, k = emissions.shape
+    score = crf.start[None, :] + emissions[:, 0]
+    back = np.zeros((b, t, k), dtype=np.int32)
+    for i in range(1, t):
+        cand = score[:, :, None] + crf.transitions[None]  # (B, from, to)
+        best_prev = np.argmax(cand, axis=1)
+        nxt = np.take_along_axis(cand, best_prev[:, None, :], axis=1)[:, 0] + emissions[:, i]
+        live = (i < lengths)[:, None]
+        score = np.where(live, nxt, score)
+        back[:, i] = best_prev
+    score = score + crf.end[None]
+    paths = []
+    for s in range(b):
+        n = int(lengths[s])
+        if n == 0:
+            paths.append(np.zeros(0, dtype=np.int32))
+            continue
+        path = np.empty(n, dtype=np.int32)
+        path[-1] = int(np.argmax(score[s]))
+        for i in range(n - 1, 0, -1):
+            path[i - 1] = back[s, i, path[i]]
+        paths.append(path)
+    return paths
+
+
+def marginals(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> np.ndarray:
+    """p(y_t = k | x) for every position, (B, T, K); rows past the length are zero."""
+    b, t, k = emissions.shape
+    em = emissions.astype(np.float64)
+    tr = crf.transitions.astype(np.float64)
+    live = np.arange(t)[None, :] < lengths[:, None]  # (B, T)
+    alpha = np.zeros((b, t, k))
+    alpha[:, 0] = crf.start[None] + em[:, 0]
+    for i in range(1, t):
+        alpha[:, i] = _logsumexp(alpha[:, i - 1][:, :, None] + tr[None], axis=1) + em[:, i]
+    beta = np.zeros((b, t, k))
+    last = np.maximum(lengths - 1, 0)
+    beta[np.arange(b), last] = crf.end[None].repeat(b, 0)
+    for i in range(t - 2, -1, -1):
+        nxt = _logsumexp(tr[None] + (em[:, i + 1] + beta[:, i + 1])[:, None, :], axis=2)
+        # Positions at the sentence's end keep the end scores set above; padding positions are masked later.
+        beta[:, i] = np.where((i < last)[:, None], nxt, beta[:, i])
+    log_z = _logsumexp(alpha[np.arange(b), last] + crf.end[None], axis=1)
+    post = np.exp(alpha + beta - log_z[:, None, None])
+    return np.where(live[:, :, None], post, 0.0)
+
+
+def path_log_score(emissions: np.ndarray, tags: np.ndarray, crf: CrfParams) -> float:
+    """Unnormalised score of one tag path for one sentence (T, K) — used by tests and diagnostics."""
+    s = crf.start[tags[0]] + crf.end[tags[-1]] + emissions[np.arange(len(tags)), tags].sum()
+    return float(s + crf.transitions[tags[:-1], tags[1:]].sum())

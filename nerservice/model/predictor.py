@@ -1,0 +1,92 @@
+"""Sentences of tokens → tags and per-token confidences, through one compiled forward function.
+
+Used by training (dev evaluation), the ``Extractor`` (REST and Spark batch inference) and ``evaluate``,
+so all three decode identically.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nerservice.model.decode import marginals, viterbi
+from nerservice.model.tagger import NerTagger
+from nerservice.text.features import encode_batch
+from nerservice.text.vocab import Vocabularies
+from nerservice.training.batching import bucketed_batches
+
+
+@dataclass(frozen=True)
+class Tagged:
+    tags: list[str]
+    scores: list[float]  # marginal probability of each chosen tag (1.0 when marginals were not asked for)
+
+
+def compile_forward(model: NerTagger, *, jit_compile: bool = False) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
+    """Backend-specific compiled inference: emissions (B, T, K) as NumPy."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        spec = {
+            "token_ids": tf.TensorSpec((None, None), tf.int32), "lengths": tf.TensorSpec((None,), tf.int32),
+            "word_chars": tf.TensorSpec((None, None), tf.int32), "word_index": tf.TensorSpec((None, None), tf.int32),
+        }
+        fn = tf.function(lambda b: model(b, training=False), input_signature=[spec], jit_compile=jit_compile)
+        return lambda batch: fn({k: batch[k] for k in spec}).numpy()
+    if backend == "jax":
+        import jax
+
+        @jax.jit
+        def fwd(tv: Any, ntv: Any, batch: Any) -> Any:
+            out, _ = model.stateless_call(tv, ntv, batch, training=False)
+            return out
+
+        def run(batch: dict[str, np.ndarray]) -> np.ndarray:
+            tv = [v.value for v in model.trainable_variables]
+            ntv = [v.value for v in model.non_trainable_variables]
+            keys = ("token_ids", "lengths", "word_chars", "word_index")
+            return np.asarray(fwd(tv, ntv, {k: batch[k] for k in keys}))
+
+        return run
+    raise NotImplementedError(f"Keras backend {backend!r} is not supported (use tensorflow or jax)")
+
+
+class Predictor:
+    def __init__(self, model: NerTagger, vocabs: Vocabularies, *, max_word_length: int, batch_size: int = 256,
+                 token_budget: int = 8192, bucket_size: int = 8, jit_compile: bool = False) -> None:
+        self.model, self.vocabs = model, vocabs
+        self.max_word_length, self.batch_size = max_word_length, batch_size
+        self.token_budget, self.bucket_size = token_budget, bucket_size
+        self._forward = compile_forward(model, jit_compile=jit_compile)
+
+    def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool = True) -> list[Tagged]:
+        """Tag sentences (lists of tokens). Empty sentences get empty results."""
+        out: list[Tagged | None] = [None] * len(sentences)
+        nonempty = [i for i, s in enumerate(sentences) if len(s)]
+        for i in range(len(sentences)):
+            if not len(sentences[i]):
+                out[i] = Tagged([], [])
+        lengths = [len(sentences[i]) for i in nonempty]
+        crf = self.model.crf_params()
+        tag_of = self.vocabs.tags.tag
+        for idx in bucketed_batches(lengths, batch_size=self.batch_size, bucket_size=self.bucket_size, seed=None,
+                                    token_budget=self.token_budget):
+            rows = [nonempty[j] for j in idx]
+            batch = encode_batch([sentences[r] for r in rows], self.vocabs, max_word_length=self.max_word_length,
+                                 time_multiple=self.bucket_size)
+            em = self._forward(batch).astype(np.float64)
+            paths = viterbi(em, batch["lengths"], crf)
+            post = marginals(em, batch["lengths"], crf) if with_scores else None
+            for k, (r, path) in enumerate(zip(rows, paths)):
+                scores = (post[k, np.arange(len(path)), path].tolist() if post is not None
+                          else [1.0] * len(path))
+                out[r] = Tagged([tag_of(int(t)) for t in path], scores)
+        return [o for o in out if o is not None]
+
+    def predict_tags(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+        return [t.tags for t in self.tag(sentences, with_scores=False)]

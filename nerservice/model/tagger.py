@@ -1,0 +1,103 @@
+"""The Bi-LSTM-CNN-Char-CRF tagger (Spark NLP NerDL's network), sized by data and config.
+
+word vectors ⊕ char encoder (CNN + BiLSTM over each distinct word) → dropout → dense 256 ReLU →
+residual BiLSTM stack (128/dir × depth) → dropout → emission scores → CRF.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+from keras import ops
+
+from nerservice.config import ModelConfig
+from nerservice.model.crf import CRF
+from nerservice.model.decode import CrfParams
+from nerservice.model.layers import CharEncoder, ResidualBiLSTMStack
+
+INPUT_NAMES = ("token_ids", "lengths", "word_chars", "word_index")
+
+
+@keras.saving.register_keras_serializable(package="nerservice")
+class NerTagger(keras.Model):
+    def __init__(self, *, n_words: int, n_chars: int, n_tags: int, word_dim: int, model_config: dict[str, Any],
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        cfg = ModelConfig.model_validate(model_config)
+        self.n_words, self.n_chars, self.n_tags, self.word_dim = n_words, n_chars, n_tags, word_dim
+        self.model_config = cfg.model_dump(mode="json")
+        self.word_embedding = keras.layers.Embedding(n_words, word_dim, name="word_embedding")
+        self.char_encoder = CharEncoder(
+            n_chars, embedding_dim=cfg.char_embedding_dim, cnn_filters=cfg.char_cnn_filters,
+            cnn_width=cfg.char_cnn_width, lstm_units=cfg.char_lstm_units, name="char_encoder")
+        self.input_dropout = keras.layers.Dropout(cfg.dropout, name="input_dropout")
+        self.dense = keras.layers.Dense(cfg.dense_units, activation="relu", name="dense")
+        self.stack = ResidualBiLSTMStack(cfg.lstm_units, cfg.lstm_layers, dropout=cfg.dropout, name="bilstm_stack")
+        self.emission = keras.layers.Dense(n_tags, name="emissions")
+        self.crf = CRF(n_tags, name="crf")
+
+    def build(self, input_shape: Any = None) -> None:
+        """Create every weight by tracing a one-token batch (sub-layers build on first use)."""
+        self.call(dummy_batch(), training=False)
+        self.crf.build()
+        self.built = True
+
+    def build_for_inference(self) -> None:
+        if not self.built:
+            self.build()
+
+    def call(self, inputs: dict[str, Any], training: bool = False) -> Any:
+        lengths = inputs["lengths"]
+        words = self.word_embedding(ops.cast(inputs["token_ids"], "int32"))
+        parts = [words]
+        if self.char_encoder.output_dim:
+            per_word = self.char_encoder(inputs["word_chars"])  # (U, F)
+            parts.append(ops.take(per_word, ops.cast(inputs["word_index"], "int32"), axis=0))  # (B, T, F)
+        x = ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
+        x = self.input_dropout(x, training=training)
+        x = self.dense(x)
+        x = self.stack(x, lengths, training=training)
+        return self.emission(x)
+
+    def negative_log_likelihood(self, inputs: dict[str, Any], training: bool = True) -> Any:
+        """Per-sentence NLL (B,) of the gold ``tag_ids``."""
+        emissions = self(inputs, training=training)
+        return -self.crf.log_likelihood(emissions, inputs["tag_ids"], inputs["lengths"])
+
+    def crf_params(self) -> CrfParams:
+        return CrfParams(
+            transitions=np.asarray(ops.convert_to_numpy(self.crf.transitions), dtype=np.float64),
+            start=np.asarray(ops.convert_to_numpy(self.crf.start), dtype=np.float64),
+            end=np.asarray(ops.convert_to_numpy(self.crf.end), dtype=np.float64),
+        )
+
+    def set_word_vectors(self, matrix: np.ndarray, *, trainable: bool) -> None:
+        self.word_embedding.embeddings.assign(matrix.astype("float32"))
+        self.word_embedding.trainable = trainable
+
+    def get_config(self) -> dict[str, Any]:
+        return {"n_words": self.n_words, "n_chars": self.n_chars, "n_tags": self.n_tags,
+                "word_dim": self.word_dim, "model_config": self.model_config, "name": self.name}
+
+
+def dummy_batch() -> dict[str, np.ndarray]:
+    return {
+        "token_ids": np.ones((1, 1), dtype=np.int32),
+        "lengths": np.ones((1,), dtype=np.int32),
+        "word_chars": np.array([[0, 0, 0, 0], [1, 0, 0, 0]], dtype=np.int32),
+        "word_index": np.ones((1, 1), dtype=np.int32),
+    }
+
+
+def build_tagger(model_config: ModelConfig, *, n_words: int, n_chars: int, n_tags: int,
+                 word_vectors: np.ndarray | None = None, seed: int = 42) -> NerTagger:
+    """Construct and build a tagger; ``word_vectors`` (n_words, d) initialises (and by default freezes) words."""
+    keras.utils.set_random_seed(seed)
+    word_dim = int(word_vectors.shape[1]) if word_vectors is not None else model_config.word_embedding_dim
+    tagger = NerTagger(n_words=n_words, n_chars=n_chars, n_tags=n_tags, word_dim=word_dim,
+                       model_config=model_config.model_dump(mode="json"))
+    tagger.build_for_inference()
+    if word_vectors is not None:
+        tagger.set_word_vectors(word_vectors, trainable=model_config.embeddings_trainable)
+    return tagger

@@ -1,0 +1,149 @@
+"""A trained model as a directory with fixed file names; loading needs nothing else and never unpickles.
+
+    config.json         NerConfig (typed, versioned)
+    vocab.json          word / char / tag vocabularies
+    model.weights.h5    Keras weights (HDF5 arrays only)
+    metrics.json        dev/test evaluation
+    history.json        per-epoch history;  history.png  its plot
+    lineage.json        corpus fingerprints, config hash, git sha, package versions
+    manifest.json       file list with sha256 and sizes (the store verifies it)
+
+A directory is written under a temporary name and renamed into place, so a reader never sees half a model.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nerservice.config import NerConfig
+from nerservice.errors import ModelLoadError
+from nerservice.text.vocab import Vocabularies
+
+CONFIG, VOCAB, WEIGHTS = "config.json", "vocab.json", "model.weights.h5"
+METRICS, HISTORY, PLOT, LINEAGE, MANIFEST = "metrics.json", "history.json", "history.png", "lineage.json", "manifest.json"
+REQUIRED = (CONFIG, VOCAB, WEIGHTS, MANIFEST)
+FORMAT = "nerservice.saved_model.v1"
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+
+
+def save_model(out_dir: str | Path, *, model: Any, vocabs: Vocabularies, config: NerConfig,
+               metrics: dict[str, Any] | None = None, history: list[dict[str, Any]] | None = None,
+               lineage: dict[str, Any] | None = None) -> Path:
+    from nerservice.training.history import plot_history, save_history
+
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        (tmp / CONFIG).write_text(config.to_json(), encoding="utf-8")
+        vocabs.save(tmp / VOCAB)
+        model.save_weights(tmp / WEIGHTS)
+        _write_json(tmp / METRICS, metrics or {})
+        _write_json(tmp / LINEAGE, lineage or {})
+        if history:
+            save_history(history, tmp / HISTORY)
+            plot_history(history, tmp / PLOT)
+        files = sorted(p.name for p in tmp.iterdir())
+        _write_json(tmp / MANIFEST, {
+            "format": FORMAT,
+            "model": model.get_config(),  # data-dependent sizes (vocab, chars, tags, word dim)
+            "files": {n: {"sha256": sha256_file(tmp / n), "bytes": (tmp / n).stat().st_size} for n in files},
+        })
+        _swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    if out.exists():
+        trash = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, trash)
+        os.replace(tmp, out)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.replace(tmp, out)
+
+
+def verify_manifest(model_dir: str | Path) -> dict[str, Any]:
+    """Check every file listed in the manifest exists with its recorded size and sha256."""
+    from nerservice.errors import IntegrityError
+
+    d = Path(model_dir)
+    try:
+        manifest = json.loads((d / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise IntegrityError(f"{d / MANIFEST}: unreadable manifest ({exc})", path=str(d)) from None
+    for name, meta in manifest.get("files", {}).items():
+        p = d / name
+        if not p.is_file():
+            raise IntegrityError(f"{p}: missing file listed in the manifest", path=str(p))
+        if p.stat().st_size != meta["bytes"] or sha256_file(p) != meta["sha256"]:
+            raise IntegrityError(f"{p}: checksum mismatch (file tampered with or truncated)", path=str(p))
+    return manifest
+
+
+@dataclass
+class LoadedModel:
+    path: Path
+    config: NerConfig
+    vocabs: Vocabularies
+    model: Any
+    metrics: dict[str, Any] = field(default_factory=dict)
+    lineage: dict[str, Any] = field(default_factory=dict)
+
+    def predictor(self, **kwargs: Any) -> Any:
+        from nerservice.model.predictor import Predictor
+
+        return Predictor(self.model, self.vocabs, max_word_length=self.config.model.max_word_length,
+                         bucket_size=self.config.training.bucket_size, **kwargs)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelLoadError(f"{path}: cannot read ({exc})", path=str(path)) from None
+
+
+def load_model(model_dir: str | Path, *, verify: bool = True) -> LoadedModel:
+    from nerservice.model.tagger import NerTagger
+
+    d = Path(model_dir)
+    if not d.is_dir():
+        raise ModelLoadError(f"{d}: not a model directory", path=str(d),
+                             hint="pass the folder written by `nerservice train --out`")
+    missing = [n for n in REQUIRED if not (d / n).is_file()]
+    if missing:
+        raise ModelLoadError(f"{d}: missing {', '.join(missing)}", path=str(d))
+    if verify:
+        verify_manifest(d)
+    config = NerConfig.from_dict(_read_json(d / CONFIG))
+    vocabs = Vocabularies.load(d / VOCAB)
+    shape = _read_json(d / MANIFEST).get("model", {})
+    if shape.get("n_words") != len(vocabs.words) or shape.get("n_tags") != len(vocabs.tags):
+        raise ModelLoadError(f"{d}: manifest sizes do not match vocab.json", path=str(d))
+    model = NerTagger(n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_tags=len(vocabs.tags),
+                      word_dim=int(shape["word_dim"]), model_config=config.model.model_dump(mode="json"))
+    model.build_for_inference()
+    model.load_weights(d / WEIGHTS)
+    return LoadedModel(d, config, vocabs, model, metrics=_read_json(d / METRICS) if (d / METRICS).exists() else {},
+                       lineage=_read_json(d / LINEAGE) if (d / LINEAGE).exists() else {})

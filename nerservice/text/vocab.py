@@ -1,0 +1,230 @@
+"""Vocabularies: words, characters, tags, and their one-file JSON form saved with every model.
+
+Word ids are looked up by ``normalize_word`` forms (the caller normalises; ``Vocabulary`` itself is a
+plain string→id map, which is also what the char vocabulary needs).  Orders are deterministic — counts
+descending, then lexical — so the same corpus always gives the same ids, whatever the input order.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nerservice.errors import CorpusError, ModelLoadError
+
+PAD_ID = 0
+UNK_ID = 1
+PAD = "<pad>"
+UNK = "<unk>"
+VOCAB_VERSION = "nerservice.vocab.v1"
+
+# Every Unicode decimal digit (category Nd: Arabic-Indic, Devanagari, full-width ...) maps to "0".  They
+# all live below U+20000 (a test checks it against the whole range), which keeps import fast.
+DIGIT_SCAN_LIMIT = 0x20000
+_DIGITS_TO_ZERO = {cp: "0" for cp in range(DIGIT_SCAN_LIMIT) if chr(cp).isdecimal()}
+
+
+def normalize_word(word: str) -> str:
+    """Lookup form of a word: lower-cased, every decimal digit replaced by "0" ("BRCA1" → "brca0").
+
+    ``str.lower`` rather than ``casefold``: GloVe/word2vec files are lower-cased, not case-folded (they
+    keep "ß"), and lower() never changes what a word looks like beyond case.  Digits collapse because the
+    exact number rarely matters to the tag while it splits counts over many rare forms.
+    """
+    return word.lower().translate(_DIGITS_TO_ZERO)
+
+
+class Vocabulary:
+    """String ↔ id map with ``<pad>`` = 0 and ``<unk>`` = 1 reserved; unknown strings map to ``UNK_ID``."""
+
+    def __init__(self, items: Sequence[str]) -> None:
+        self._items: list[str] = [PAD, UNK]
+        self._ids: dict[str, int] = {PAD: PAD_ID, UNK: UNK_ID}
+        for item in items:
+            if not isinstance(item, str):
+                raise TypeError(f"vocabulary items must be str, got {type(item).__name__}: {item!r}")
+            if item in self._ids:
+                what = "reserved" if item in (PAD, UNK) else "duplicate"
+                raise ValueError(f"{what} vocabulary item {item!r}")
+            self._ids[item] = len(self._items)
+            self._items.append(item)
+
+    @classmethod
+    def build(
+        cls,
+        items: Iterable[str],
+        *,
+        min_count: int = 1,
+        max_size: int | None = None,
+        extra: Iterable[str] = (),
+    ) -> "Vocabulary":
+        """Counted items (count ≥ ``min_count``, at most ``max_size`` of them, most frequent first, ties
+        lexical), then ``extra`` (e.g. words that have pretrained vectors) in the given order, skipping
+        ones already present.  Neither ``min_count`` nor ``max_size`` applies to ``extra``: a word with a
+        pretrained vector is worth an id even if the corpus never shows it."""
+        counts = Counter(items)
+        counts.pop(PAD, None)
+        counts.pop(UNK, None)
+        ranked = sorted((item for item, n in counts.items() if n >= min_count), key=lambda w: (-counts[w], w))
+        if max_size is not None:
+            ranked = ranked[:max_size]
+        seen = set(ranked)
+        for item in extra:
+            if item not in seen and item not in (PAD, UNK):
+                seen.add(item)
+                ranked.append(item)
+        return cls(ranked)
+
+    def id(self, item: str) -> int:
+        return self._ids.get(item, UNK_ID)
+
+    def ids(self, items: Iterable[str]) -> list[int]:
+        get = self._ids.get
+        return [get(item, UNK_ID) for item in items]
+
+    def item(self, idx: int) -> str:
+        if not 0 <= idx < len(self._items):
+            raise IndexError(f"vocabulary id {idx} out of range 0..{len(self._items) - 1}")
+        return self._items[idx]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._ids
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Vocabulary) and self._items == other._items
+
+    def __repr__(self) -> str:
+        return f"Vocabulary({len(self._items)} ids)"
+
+    @property
+    def items(self) -> list[str]:
+        """The items without the two reserved entries (id = position + 2)."""
+        return self._items[2:]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items": self.items}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Vocabulary":
+        items = d.get("items") if isinstance(d, dict) else None
+        if not isinstance(items, list):
+            raise ModelLoadError("vocabulary data has no 'items' list", got=type(d).__name__)
+        try:
+            return cls(items)
+        except (TypeError, ValueError) as exc:
+            raise ModelLoadError(f"corrupt vocabulary: {exc}") from None
+
+
+class TagVocabulary:
+    """Tag ↔ id map without padding/unknown entries: "O" is always 0, the other tags follow sorted."""
+
+    def __init__(self, tags: Iterable[str]) -> None:
+        others = sorted(set(tags) - {"O"})
+        self._tags: list[str] = ["O", *others]
+        self._ids: dict[str, int] = {t: i for i, t in enumerate(self._tags)}
+
+    def id(self, tag: str) -> int:
+        try:
+            return self._ids[tag]
+        except KeyError:
+            raise CorpusError(
+                f"unknown tag {tag!r}; this tag set knows {self._tags}",
+                hint="the tag is not in the training data the vocabulary was built from",
+                tag=tag,
+                known=self._tags,
+            ) from None
+
+    def tag(self, idx: int) -> str:
+        if not 0 <= idx < len(self._tags):
+            raise IndexError(f"tag id {idx} out of range 0..{len(self._tags) - 1}")
+        return self._tags[idx]
+
+    def __len__(self) -> int:
+        return len(self._tags)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TagVocabulary) and self._tags == other._tags
+
+    def __repr__(self) -> str:
+        return f"TagVocabulary({self._tags})"
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self._tags)
+
+    @property
+    def labels(self) -> list[str]:
+        """Entity types, sorted: "B-Disease", "I-Disease" → "Disease" (any one-letter prefix + "-")."""
+        return sorted({t[2:] for t in self._tags if len(t) > 2 and t[1] == "-"})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tags": self.tags}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TagVocabulary":
+        tags = d.get("tags") if isinstance(d, dict) else None
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise ModelLoadError("tag vocabulary data has no 'tags' list of strings", got=type(d).__name__)
+        vocab = cls(tags)
+        if vocab.tags != tags:  # ids are positions: a reordered list would silently remap every tag
+            raise ModelLoadError(f"corrupt tag vocabulary: tags {tags} are not in canonical order {vocab.tags}")
+        return vocab
+
+
+@dataclass
+class Vocabularies:
+    """Everything needed to turn tokens into ids and ids back into tags, saved beside the model."""
+
+    words: Vocabulary
+    chars: Vocabulary
+    tags: TagVocabulary
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": VOCAB_VERSION,
+            "words": self.words.to_dict(),
+            "chars": self.chars.to_dict(),
+            "tags": self.tags.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Vocabularies":
+        if not isinstance(d, dict) or d.get("version") != VOCAB_VERSION:
+            got = d.get("version") if isinstance(d, dict) else type(d).__name__
+            raise ModelLoadError(f"unsupported vocabularies version {got!r}, expected {VOCAB_VERSION!r}")
+        return cls(
+            words=Vocabulary.from_dict(d.get("words")),  # type: ignore[arg-type]
+            chars=Vocabulary.from_dict(d.get("chars")),  # type: ignore[arg-type]
+            tags=TagVocabulary.from_dict(d.get("tags")),  # type: ignore[arg-type]
+        )
+
+    def save(self, path: str | Path) -> None:
+        """Write one UTF-8 JSON file atomically: a crash never leaves a half-written vocabulary."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(self.to_dict(), f, ensure_ascii=False)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Vocabularies":
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ModelLoadError(f"cannot read vocabularies {path}: {exc}", path=str(path)) from None
+        return cls.from_dict(data)

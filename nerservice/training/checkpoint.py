@@ -1,0 +1,67 @@
+"""Resumable training checkpoints: model weights, optimizer state and loop state.
+
+Arrays go into ``.npz`` written with ``allow_pickle=False`` and are read the same way (no unpickling);
+the loop state is JSON.  The directory is written beside the target and renamed into place, so a
+worker killed mid-write leaves the previous checkpoint intact.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nerservice.training.loop import LoopState
+
+STATE, MODEL_VARS, OPT_VARS = "state.json", "model_vars.npz", "optimizer_vars.npz"
+
+
+def _values(variables: list[Any]) -> dict[str, np.ndarray]:
+    from keras import ops
+
+    return {f"v{i:04d}": np.asarray(ops.convert_to_numpy(v)) for i, v in enumerate(variables)}
+
+
+def _assign(variables: list[Any], path: Path) -> None:
+    with np.load(path, allow_pickle=False) as data:
+        if len(data.files) != len(variables):
+            raise ValueError(f"{path}: {len(data.files)} arrays for {len(variables)} variables")
+        for i, var in enumerate(variables):
+            var.assign(data[f"v{i:04d}"])
+
+
+def save_checkpoint(directory: str | Path, *, model: Any, optimizer: Any, state: LoopState) -> Path:
+    target = Path(directory)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        np.savez(tmp / MODEL_VARS, **_values(model.variables))
+        np.savez(tmp / OPT_VARS, **_values(optimizer.variables))
+        (tmp / STATE).write_text(json.dumps(state.to_dict()), encoding="utf-8")
+        if target.exists():
+            old = target.with_name(f".{target.name}.old-{os.getpid()}")
+            os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def has_checkpoint(directory: str | Path) -> bool:
+    d = Path(directory)
+    return all((d / n).is_file() for n in (STATE, MODEL_VARS, OPT_VARS))
+
+
+def load_checkpoint(directory: str | Path, *, model: Any, optimizer: Any) -> LoopState:
+    d = Path(directory)
+    _assign(model.variables, d / MODEL_VARS)
+    _assign(optimizer.variables, d / OPT_VARS)
+    return LoopState.from_dict(json.loads((d / STATE).read_text(encoding="utf-8")))

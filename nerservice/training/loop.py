@@ -1,0 +1,153 @@
+"""The epoch loop: bucketed batches, lr decay, dev entity-F1 early stopping, best/last checkpoints.
+
+It is backend-neutral (it calls a ``TrainStep``) and distribution-aware without knowing about Spark:
+every worker builds the *same* global batch plan from the seed and trains on its slice of each global
+batch (``rank``/``world``), so N workers apply exactly the gradients a single process would.
+Evaluation and checkpointing are callbacks, so rank 0 alone can do them.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nerservice.config import NerConfig
+from nerservice.data import Sentence
+from nerservice.text.features import encode_batch
+from nerservice.text.vocab import Vocabularies
+from nerservice.training.batching import bucketed_batches
+from nerservice.training.steps import TrainStep
+
+EpochCallback = Callable[[dict[str, Any], bool], None]  # (epoch record, is_best)
+
+
+@dataclass
+class LoopState:
+    """Everything needed to resume: saved with checkpoints."""
+
+    epoch: int = 0  # epochs completed
+    best_f1: float = -1.0
+    best_epoch: int = 0
+    bad_epochs: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "best_f1": self.best_f1, "best_epoch": self.best_epoch,
+                "bad_epochs": self.bad_epochs, "history": self.history}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "LoopState":
+        return cls(**d)
+
+
+@dataclass
+class LoopResult:
+    state: LoopState
+    stopped_reason: str
+    seconds: float
+
+
+def learning_rate(config: NerConfig, epoch: int) -> float:
+    """NerDL's schedule: lr / (1 + po * epoch), epoch counted from 0."""
+    t = config.training
+    return t.learning_rate / (1.0 + t.lr_decay * epoch)
+
+
+def epoch_plan(lengths: Sequence[int], config: NerConfig, epoch: int, world: int = 1) -> list[np.ndarray]:
+    """Global batches of one epoch. Identical on every worker; batches too small to give every worker a
+    sentence are dropped on all workers alike (collectives need every worker in every step)."""
+    t = config.training
+    batches = bucketed_batches(lengths, batch_size=t.batch_size, bucket_size=t.bucket_size, seed=t.seed + epoch)
+    return [b for b in batches if len(b) >= world]
+
+
+def run_epochs(
+    step: TrainStep,
+    vocabs: Vocabularies,
+    config: NerConfig,
+    train: Sequence[Sentence],
+    *,
+    evaluate: Callable[[], dict[str, Any]],
+    on_epoch: EpochCallback | None = None,
+    state: LoopState | None = None,
+    rank: int = 0,
+    world: int = 1,
+    progress: bool = True,
+) -> LoopResult:
+    """Train until ``epochs``, patience or ``max_minutes`` runs out. ``evaluate`` returns dev metrics
+    (``{"micro": {"f1": ...}, ...}``) and must give the same answer on every worker (rank 0 computes it and
+    the distributed runner broadcasts it, or every worker computes it)."""
+    t = config.training
+    state = state or LoopState()
+    lengths = [len(s.tokens) for s in train]
+    started = time.perf_counter()
+    reason = "epochs"
+    if state.bad_epochs >= t.patience:
+        return LoopResult(state, "patience", 0.0)
+    for epoch in range(state.epoch, t.epochs):
+        lr = learning_rate(config, epoch)
+        step.set_learning_rate(lr)
+        plan = epoch_plan(lengths, config, epoch, world)
+        bar = _progress(len(plan), epoch + 1, t.epochs, enabled=progress and rank == 0)
+        tokens = 0
+        losses = []
+        t0 = time.perf_counter()
+        for global_idx in plan:
+            local = global_idx[rank::world]
+            sents = [train[i] for i in local]
+            batch = encode_batch([s.tokens for s in sents], vocabs, max_word_length=config.model.max_word_length,
+                                 tags=[s.tags for s in sents], time_multiple=t.bucket_size)
+            loss = step(batch, len(global_idx))
+            losses.append(loss)
+            tokens += int(sum(lengths[i] for i in global_idx))
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}",
+                                tok_s=f"{tokens / max(time.perf_counter() - t0, 1e-9):,.0f}")
+        if bar is not None:
+            bar.close()
+        train_seconds = time.perf_counter() - t0
+        step.sync_to_model()
+        dev = evaluate()
+        f1 = float(dev["micro"]["f1"])
+        record = {
+            "epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else math.nan, "lr": lr,
+            "dev_f1": f1, "dev_precision": float(dev["micro"]["precision"]), "dev_recall": float(dev["micro"]["recall"]),
+            "dev_per_type": {k: v["f1"] for k, v in dev.get("per_type", {}).items()},
+            "train_tokens_per_s": tokens / max(train_seconds, 1e-9), "train_seconds": train_seconds,
+            "eval_seconds": time.perf_counter() - t0 - train_seconds,
+        }
+        improved = f1 > state.best_f1 + t.min_delta
+        state.history.append(record)
+        state.epoch = epoch + 1
+        if improved:
+            state.best_f1, state.best_epoch, state.bad_epochs = f1, epoch + 1, 0
+        else:
+            state.bad_epochs += 1
+        if on_epoch is not None:
+            on_epoch(record, improved)
+        if rank == 0 and progress:
+            print(f"epoch {epoch + 1}: loss {record['loss']:.4f}  dev entity F1 {f1:.4f}"
+                  f"{' (best)' if improved else ''}  {record['train_tokens_per_s']:,.0f} tok/s", flush=True)
+        if state.bad_epochs >= t.patience:
+            reason = "patience"
+            break
+        if t.max_minutes is not None and (time.perf_counter() - started) / 60 >= t.max_minutes:
+            reason = "time budget"
+            break
+    return LoopResult(state, reason, time.perf_counter() - started)
+
+
+def _progress(total: int, epoch: int, epochs: int, *, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=f"epoch {epoch}/{epochs}", unit="batch", leave=False,
+                disable=not sys.stderr.isatty())

@@ -1,0 +1,179 @@
+"""One optimisation step per backend, behind one small interface.
+
+TensorFlow: a ``tf.function`` with ``GradientTape`` that also runs under ``tf.distribute`` strategies
+(FACTS.md: Keras 3 ``fit`` fails under MultiWorkerMirroredStrategy, a custom loop works).  Gradients are
+summed across replicas *before* clipping, so a 2-worker step clips exactly what a single process would.
+JAX: a jitted stateless step (``StatelessScope`` + ``optimizer.stateless_apply``); the state lives in
+JAX arrays during an epoch and is written back to the Keras variables by ``sync_to_model``.
+
+The loss of a step is sum(NLL of its sentences) / n_global, where n_global counts the sentences of the
+whole (global) batch, so per-worker shards add up to the single-process loss.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from nerservice.config import TrainingConfig
+from nerservice.model.tagger import NerTagger
+
+TRAIN_KEYS = ("token_ids", "lengths", "word_chars", "word_index", "tag_ids")
+
+
+class TrainStep(Protocol):
+    def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> float: ...
+
+    def set_learning_rate(self, lr: float) -> None: ...
+
+    def sync_to_model(self) -> None: ...
+
+    def reload_from_model(self) -> None: ...
+
+    @property
+    def optimizer(self) -> Any: ...
+
+
+def make_train_step(model: NerTagger, config: TrainingConfig, *, strategy: Any = None) -> TrainStep:
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return TensorFlowStep(model, config, strategy=strategy)
+    if backend == "jax":
+        if strategy is not None:
+            raise ValueError("tf.distribute strategies need KERAS_BACKEND=tensorflow")
+        return JaxStep(model, config)
+    raise NotImplementedError(f"Keras backend {backend!r} is not supported (use tensorflow or jax)")
+
+
+class TensorFlowStep:
+    def __init__(self, model: NerTagger, config: TrainingConfig, *, strategy: Any = None) -> None:
+        import keras
+        import tensorflow as tf
+
+        self.model, self.clip = model, config.clip_norm
+        self.strategy = strategy
+        scope = strategy.scope() if strategy is not None else _null()
+        with scope:
+            self._optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
+            self._optimizer.build(model.trainable_variables)
+        spec = {
+            "token_ids": tf.TensorSpec((None, None), tf.int32), "lengths": tf.TensorSpec((None,), tf.int32),
+            "word_chars": tf.TensorSpec((None, None), tf.int32), "word_index": tf.TensorSpec((None, None), tf.int32),
+            "tag_ids": tf.TensorSpec((None, None), tf.int32),
+        }
+        n_replicas = strategy.num_replicas_in_sync if strategy is not None else 1
+
+        def replica_step(batch: dict[str, Any], n_global: Any) -> Any:
+            variables = model.trainable_variables
+            with tf.GradientTape() as tape:
+                nll = model.negative_log_likelihood(batch, training=True)
+                loss = tf.reduce_sum(nll) / n_global
+            grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
+            if n_replicas > 1:
+                ctx = tf.distribute.get_replica_context()
+                grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+                loss = ctx.all_reduce(tf.distribute.ReduceOp.SUM, loss)
+            grads, _ = tf.clip_by_global_norm(grads, self.clip)
+            if n_replicas > 1:
+                # Keras' optimizer sums gradients across replicas again inside apply(); pre-divide so the
+                # applied gradient is exactly the clipped global one.
+                grads = [g / n_replicas for g in grads]
+            self._optimizer.apply(grads, variables)
+            return loss
+
+        if strategy is None:
+            self._fn = tf.function(replica_step, input_signature=[spec, tf.TensorSpec((), tf.float32)])
+        else:
+            @tf.function(input_signature=[spec, tf.TensorSpec((), tf.float32)])
+            def distributed(batch: dict[str, Any], n_global: Any) -> Any:
+                per = strategy.run(replica_step, args=(batch, n_global))
+                return strategy.reduce(tf.distribute.ReduceOp.MEAN, per, axis=None)
+
+            self._fn = distributed
+
+    @property
+    def optimizer(self) -> Any:
+        return self._optimizer
+
+    def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> float:
+        return float(self._fn({k: batch[k] for k in TRAIN_KEYS}, np.float32(n_global)))
+
+    def set_learning_rate(self, lr: float) -> None:
+        self._optimizer.learning_rate.assign(lr)
+
+    def sync_to_model(self) -> None:  # variables are updated in place
+        return None
+
+    def reload_from_model(self) -> None:
+        return None
+
+
+class JaxStep:
+    def __init__(self, model: NerTagger, config: TrainingConfig) -> None:
+        import jax
+        import keras
+
+        self.model, self.clip = model, config.clip_norm
+        self._optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
+        self._optimizer.build(model.trainable_variables)
+        tv_vars, ntv_vars = model.trainable_variables, model.non_trainable_variables
+
+        def loss_fn(tv: Any, ntv: Any, batch: Any, n_global: Any) -> Any:
+            mapping = list(zip(tv_vars, tv)) + list(zip(ntv_vars, ntv))
+            with keras.StatelessScope(state_mapping=mapping) as scope:
+                nll = model.negative_log_likelihood(batch, training=True)
+            new_ntv = [scope.get_current_value(v) if scope.get_current_value(v) is not None else old
+                       for v, old in zip(ntv_vars, ntv)]
+            return jax.numpy.sum(nll) / n_global, new_ntv
+
+        grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+        clip = self.clip
+
+        def step(tv: Any, ntv: Any, ov: Any, batch: Any, n_global: Any) -> Any:
+            (loss, ntv), grads = grad_fn(tv, ntv, batch, n_global)
+            norm = jax.numpy.sqrt(sum(jax.numpy.sum(g * g) for g in grads))
+            scale = jax.numpy.minimum(1.0, clip / jax.numpy.maximum(norm, 1e-12))
+            grads = [g * scale for g in grads]
+            tv, ov = self._optimizer.stateless_apply(ov, grads, tv)
+            return loss, tv, ntv, ov
+
+        self._step = jax.jit(step, donate_argnums=(0, 1, 2))
+        self.reload_from_model()
+
+    def reload_from_model(self) -> None:
+        self._tv = [v.value for v in self.model.trainable_variables]
+        self._ntv = [v.value for v in self.model.non_trainable_variables]
+        self._ov = [v.value for v in self._optimizer.variables]
+
+    @property
+    def optimizer(self) -> Any:
+        return self._optimizer
+
+    def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> float:
+        loss, self._tv, self._ntv, self._ov = self._step(self._tv, self._ntv, self._ov,
+                                                         {k: batch[k] for k in TRAIN_KEYS}, np.float32(n_global))
+        return float(loss)
+
+    def sync_to_model(self) -> None:
+        for var, val in zip(self.model.trainable_variables, self._tv):
+            var.assign(val)
+        for var, val in zip(self.model.non_trainable_variables, self._ntv):
+            var.assign(val)
+        for var, val in zip(self._optimizer.variables, self._ov):
+            var.assign(val)
+        self.reload_from_model()
+
+    def set_learning_rate(self, lr: float) -> None:
+        self.sync_to_model()
+        self._optimizer.learning_rate.assign(lr)
+        self.reload_from_model()
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None

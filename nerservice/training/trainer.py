@@ -1,0 +1,163 @@
+"""``train()``: corpora → vocabularies (+ pretrained vectors) → tagger → epochs → saved models.
+
+Output directory (spaCy's habit):
+    OUT/model-best/   the saved model with the best dev entity F1 (what you deploy)
+    OUT/model-last/   the model after the last epoch
+    OUT/checkpoint/   resumable state (weights + optimizer + loop state); a rerun continues from it
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from nerservice.config import NerConfig
+from nerservice.data import Sentence
+from nerservice.metrics import evaluate_tags
+from nerservice.text.vocab import Vocabularies, Vocabulary, TagVocabulary, normalize_word
+
+BEST, LAST, CHECKPOINT = "model-best", "model-last", "checkpoint"
+
+
+class TrainCallback(Protocol):
+    def on_epoch(self, record: dict[str, Any], is_best: bool) -> None: ...
+
+    def on_end(self, outcome: "TrainOutcome") -> None: ...
+
+
+@dataclass
+class TrainOutcome:
+    out_dir: Path
+    best_dir: Path
+    best_epoch: int
+    dev: dict[str, Any]
+    test: dict[str, Any] | None
+    history: list[dict[str, Any]]
+    stopped_reason: str
+    seconds: float
+    lineage: dict[str, Any] = field(default_factory=dict)
+    vocab_stats: dict[str, Any] = field(default_factory=dict)
+
+
+def build_vocabularies(train: Sequence[Sentence], *, also_tags: Sequence[Sentence] = (),
+                       extra_words: Sequence[str] = ()) -> Vocabularies:
+    """Words (normalised) and chars from the training corpus; tags from every labelled corpus given."""
+    words = Vocabulary.build((normalize_word(t) for s in train for t in s.tokens), extra=extra_words)
+    chars = Vocabulary.build(ch for s in train for t in s.tokens for ch in t)
+    tags = TagVocabulary({t for s in list(train) + list(also_tags) for t in s.tags})
+    return Vocabularies(words=words, chars=chars, tags=tags)
+
+
+def vocabularies_with_vectors(train: Sequence[Sentence], others: Sequence[Sentence], embeddings: str | None,
+                              *, progress: bool = True) -> tuple[Vocabularies, np.ndarray | None, dict[str, Any]]:
+    """Training words, plus words of dev/test that have a pretrained vector (they are looked up at
+    inference anyway; without the row they would be <unk>)."""
+    if embeddings is None:
+        vocabs = build_vocabularies(train, also_tags=others)
+        return vocabs, None, {"words": len(vocabs.words), "pretrained": None}
+    from nerservice.embeddings import embedding_matrix, load_vectors
+
+    train_words = {normalize_word(t) for s in train for t in s.tokens}
+    other_words = {normalize_word(t) for s in others for t in s.tokens} - train_words
+    vectors = load_vectors(embeddings, keep=train_words | other_words, progress=progress)
+    extra = sorted(w for w in vectors.words if w in other_words)
+    vocabs = build_vocabularies(train, also_tags=others, extra_words=extra)
+    matrix, hits = embedding_matrix(vectors, vocabs.words)
+    stats = {"words": len(vocabs.words), "pretrained": str(embeddings), "dim": vectors.dim,
+             "with_vector": hits, "coverage": hits / max(len(vocabs.words) - 2, 1)}
+    return vocabs, matrix, stats
+
+
+def evaluator(predictor: Any, corpus: Sequence[Sentence]) -> dict[str, Any]:
+    pred = predictor.predict_tags([s.tokens for s in corpus])
+    return evaluate_tags([list(s.tags) for s in corpus], pred)
+
+
+def train(
+    config: NerConfig,
+    *,
+    train_data: Sequence[Sentence],
+    dev_data: Sequence[Sentence],
+    test_data: Sequence[Sentence] | None = None,
+    embeddings: str | None = None,
+    out_dir: str | Path,
+    sources: dict[str, Any] | None = None,
+    callbacks: Sequence[TrainCallback] = (),
+    resume: bool = True,
+    progress: bool = True,
+) -> TrainOutcome:
+    import keras
+
+    from nerservice.lineage import build_lineage
+    from nerservice.model.predictor import Predictor
+    from nerservice.model.tagger import build_tagger
+    from nerservice.saved_model import load_model, save_model
+    from nerservice.training.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
+    from nerservice.training.loop import run_epochs
+    from nerservice.training.steps import make_train_step
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    others = list(dev_data) + list(test_data or [])
+    vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_data, others, embeddings, progress=progress)
+    model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
+                         n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed)
+    step = make_train_step(model, config.training)
+    predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
+                          batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
+    corpora = {"train": list(train_data), "dev": list(dev_data)}
+    if test_data:
+        corpora["test"] = list(test_data)
+    lineage = build_lineage(corpora=corpora, config_hash=config.fingerprint(), sources=sources or {},
+                            backend=keras.backend.backend(), extra={"vocab": vocab_stats})
+
+    state = None
+    if resume and has_checkpoint(out / CHECKPOINT):
+        state = load_checkpoint(out / CHECKPOINT, model=model, optimizer=step.optimizer)
+        step.reload_from_model()  # the JAX step keeps its own copies of the state
+        print(f"resuming from {out / CHECKPOINT} after epoch {state.epoch}", flush=True)
+
+    def on_epoch(record: dict[str, Any], is_best: bool) -> None:
+        save_model(out / LAST, model=model, vocabs=vocabs, config=config, history=loop_state().history,
+                   metrics={"dev": last_dev[0]}, lineage=lineage)
+        if is_best:
+            save_model(out / BEST, model=model, vocabs=vocabs, config=config, history=loop_state().history,
+                       metrics={"dev": last_dev[0], "epoch": record["epoch"]}, lineage=lineage)
+        save_checkpoint(out / CHECKPOINT, model=model, optimizer=step.optimizer, state=loop_state())
+        for cb in callbacks:
+            cb.on_epoch(record, is_best)
+
+    last_dev: list[dict[str, Any]] = [{}]
+    holder: dict[str, Any] = {}
+
+    def loop_state() -> Any:
+        return holder["state"]
+
+    def evaluate() -> dict[str, Any]:
+        last_dev[0] = evaluator(predictor, dev_data)
+        return last_dev[0]
+
+    from nerservice.training.loop import LoopState
+
+    holder["state"] = state or LoopState()
+    result = run_epochs(step, vocabs, config, train_data, evaluate=evaluate, on_epoch=on_epoch,
+                        state=holder["state"], progress=progress)
+
+    best = load_model(out / BEST)
+    best_pred = best.predictor(batch_size=config.training.eval_batch_size)
+    dev_metrics = evaluator(best_pred, dev_data)
+    test_metrics = evaluator(best_pred, test_data) if test_data else None
+    metrics = {"dev": dev_metrics, "epoch": result.state.best_epoch}
+    if test_metrics is not None:
+        metrics["test"] = test_metrics
+    save_model(out / BEST, model=best.model, vocabs=vocabs, config=config, history=result.state.history,
+               metrics=metrics, lineage=lineage)
+    outcome = TrainOutcome(out_dir=out, best_dir=out / BEST, best_epoch=result.state.best_epoch, dev=dev_metrics,
+                           test=test_metrics, history=result.state.history, stopped_reason=result.stopped_reason,
+                           seconds=result.seconds, lineage=lineage, vocab_stats=vocab_stats)
+    for cb in callbacks:
+        cb.on_end(outcome)
+    return outcome
