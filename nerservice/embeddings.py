@@ -354,8 +354,8 @@ def _npy_rows(npy: Path, rows: list[int], *, expect_rows: int) -> np.ndarray:
             for c in range(dim):
                 out[:, c] = np.frombuffer(f.read(n * dtype.itemsize), dtype=dtype)[index]
             return out
-        start, row_bytes = f.tell(), dim * dtype.itemsize
-        for i, r in enumerate(rows):
-            f.seek(start + r * row_bytes)
-            out[i] = np.frombuffer(f.read(row_bytes), dtype=dtype)
+        for lo in range(0, n, _CHUNK_ROWS // 8):  # row-major: sequential blocks of 8192 rows
+            block = np.frombuffer(f.read(min(_CHUNK_ROWS // 8, n - lo) * dim * dtype.itemsize), dtype=dtype)
+            a, b = np.searchsorted(index, [lo, lo + len(block) // dim])
+            out[a:b] = block.reshape(-1, dim)[index[a:b] - lo]
     return out

@@ -28,7 +28,8 @@ def decode_lines(data: bytes, *, source: str, lenient: bool) -> tuple[list[str],
     skip = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0
     try:
         # One C-level decode of the whole file is the fast path; per-line work happens only on failure.
-        return split_text(data[skip:].decode("utf-8")), {}
+        # Only the leading BOM is dropped: a second one is data, as in the lenient path below.
+        return data[skip:].decode("utf-8").split("\n"), {}
     except UnicodeDecodeError as exc:
         offset = exc.start + skip
     if not lenient:

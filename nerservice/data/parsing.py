@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from nerservice.data.report import Corpus, ReadReport, SkippedSentence
-from nerservice.data.schemes import TAG_EXPECTED, TagSequenceError, _to_iob2, detect_scheme, spans, validate_tag
+from nerservice.data.schemes import (
+    TAG_EXPECTED, TagSequenceError, convert_to_iob2, detect_scheme, spans, validate_tag,
+)
 from nerservice.data.sentence import Sentence
 from nerservice.errors import ConfigError, CorpusFormatError, EmptyCorpusError
 
@@ -139,7 +141,7 @@ def parse_lines(lines: list[str], *, source: str, fmt: str = "auto", scheme: str
         err = block.error
         if err is None:
             try:
-                tags, repairs = _to_iob2(block.tags, used_scheme)
+                tags, repairs = convert_to_iob2(block.tags, used_scheme)
             except TagSequenceError as exc:
                 err = exc.to_format_error(source, block.first + exc.index)
         if err is not None:

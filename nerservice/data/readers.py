@@ -64,6 +64,7 @@ def _read(path: Path) -> bytes:
                           f"{Path.cwd()})", file=str(path)) from None
     except IsADirectoryError:
         raise CorpusError(f"{path} is a directory, expected a corpus file",
-                          hint="pass the files inside it, e.g. sorted(Path(dir).glob('*.tsv'))", file=str(path)) from None
+                          hint="pass the files inside it, e.g. sorted(Path(dir).glob('*.tsv'))",
+                          file=str(path)) from None
     except OSError as exc:
         raise CorpusError(f"cannot read corpus file {path}: {exc.strerror or exc}", file=str(path)) from None

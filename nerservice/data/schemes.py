@@ -5,7 +5,8 @@ convert to IOB2 on the way in and writers convert from IOB2 on the way out.
 
 Functions here take bare tag sequences, so their errors cannot name a file: a ``CorpusFormatError``
 raised here has ``file="<tags>"`` and ``line`` = the 1-based position of the offending tag.  The corpus
-parser uses the private ``_to_iob2`` / ``TagSequenceError`` pair instead and reports real file lines.
+parser uses the unchecked ``convert_to_iob2`` / ``TagSequenceError`` pair instead (not re-exported by
+nerservice.data) and reports real file lines.
 """
 from __future__ import annotations
 
@@ -80,10 +81,10 @@ def spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
     return out
 
 
-def _to_iob2(tags: Sequence[str], scheme: str) -> tuple[list[str], int]:
-    """Convert *valid* tags to IOB2; raise TagSequenceError on a scheme violation. Returns the tags and
-    the number of IOB1-style ``I-`` starts repaired to ``B-`` (counted only for IOB2 input, where they
-    are mistakes; in IOB1 they are the scheme)."""
+def convert_to_iob2(tags: Sequence[str], scheme: str) -> tuple[list[str], int]:
+    """For readers: convert already-validated tags to IOB2; raise TagSequenceError on a scheme violation.
+    Returns the tags and the number of IOB1-style ``I-`` starts repaired to ``B-`` (counted only for IOB2
+    input, where they are mistakes; in IOB1 they are the scheme)."""
     if scheme == "iobes":
         return _iobes_to_iob2(tags), 0
     out: list[str] = []
@@ -155,7 +156,7 @@ def to_iob2(tags: Sequence[str], scheme: Scheme) -> tuple[list[str], int]:
     _check_scheme(scheme)
     _check_tags(tags)
     try:
-        return _to_iob2(tags, scheme)
+        return convert_to_iob2(tags, scheme)
     except TagSequenceError as exc:
         raise exc.to_format_error(_BARE, exc.index + 1) from None
 

@@ -1,7 +1,7 @@
 """Write sentences as tsv or CoNLL in any scheme, so that reading the output gives the same sentences.
 
 A token that could not survive the round trip (empty, a line break, a column separator, blanks at its
-edges, or a ``-DOCSTART-`` marker) is refused with an error naming the sentence, rather than written
+edges, a leading BOM, or a ``-DOCSTART-`` marker) is refused with an error naming the sentence, rather than written
 into a file that would later read back differently.
 """
 from __future__ import annotations
@@ -27,6 +27,8 @@ def _check_token(token: str, *, fmt: str, where: str) -> None:
         problem = f"contains a line break or a {fmt} column separator"
     elif token != token.strip(" \t"):
         problem = "starts or ends with a blank"
+    elif token[0] == "\ufeff":  # at the start of a file it would be taken for (and dropped as) a BOM
+        problem = "starts with a byte-order mark"
     elif token.startswith("-DOCSTART-"):
         problem = "would be read as a -DOCSTART- marker"
     if problem:

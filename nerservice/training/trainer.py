@@ -7,6 +7,7 @@ Output directory (spaCy's habit):
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,7 +89,14 @@ def train(
     callbacks: Sequence[TrainCallback] = (),
     resume: bool = True,
     progress: bool = True,
+    strategy: Any = None,
+    rank: int = 0,
+    world: int = 1,
 ) -> TrainOutcome:
+    """Train and save. Distributed use (``spark_jobs/train.py``): every worker calls this with the same
+    data and config, its ``rank``, ``world`` and a ``tf.distribute`` strategy; each trains on its slice of
+    every global batch; only rank 0 writes models and checkpoints (``out_dir`` must be shared storage) and
+    calls callbacks. Every worker evaluates dev itself (weights are identical) so early stopping agrees."""
     import keras
 
     from nerservice.lineage import build_lineage
@@ -103,9 +111,12 @@ def train(
     out.mkdir(parents=True, exist_ok=True)
     others = list(dev_data) + list(test_data or [])
     vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_data, others, embeddings, progress=progress)
-    model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
-                         n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed)
-    step = make_train_step(model, config.training)
+    chief = rank == 0
+    scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
+    with scope:
+        model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
+                             n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed)
+    step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
     corpora = {"train": list(train_data), "dev": list(dev_data)}
@@ -121,6 +132,8 @@ def train(
         print(f"resuming from {out / CHECKPOINT} after epoch {state.epoch}", flush=True)
 
     def on_epoch(record: dict[str, Any], is_best: bool) -> None:
+        if not chief:
+            return
         save_model(out / LAST, model=model, vocabs=vocabs, config=config, history=loop_state().history,
                    metrics={"dev": last_dev[0]}, lineage=lineage)
         if is_best:
@@ -144,7 +157,12 @@ def train(
 
     holder["state"] = state or LoopState()
     result = run_epochs(step, vocabs, config, train_data, evaluate=evaluate, on_epoch=on_epoch,
-                        state=holder["state"], progress=progress)
+                        state=holder["state"], progress=progress and chief, rank=rank, world=world)
+    if not chief:
+        return TrainOutcome(out_dir=out, best_dir=out / BEST, best_epoch=result.state.best_epoch,
+                            dev=last_dev[0], test=None, history=result.state.history,
+                            stopped_reason=result.stopped_reason, seconds=result.seconds, lineage=lineage,
+                            vocab_stats=vocab_stats)
 
     best = load_model(out / BEST)
     best_pred = best.predictor(batch_size=config.training.eval_batch_size)

@@ -1,0 +1,30 @@
+# Two commands matter (README.md): `make quickstart` and `make test`. Both install what they need.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+.PHONY: setup system-deps quickstart test test-fast stop lint-docker bench-core
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e '.[all]'
+	touch $@
+
+# Debian chromium for the browser test (root or sudo needed; skipped when it is already there).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || scripts/install-system-deps.sh
+
+quickstart: setup
+	scripts/quickstart.sh
+
+stop:
+	scripts/quickstart.sh stop
+
+test: setup system-deps
+	$(PY) -m pytest -q
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow and not spark and not server and not browser"

@@ -1,0 +1,1 @@
+"""The ``nerservice`` command: a thin shell over the library (argument parsing, printing, exit codes)."""

