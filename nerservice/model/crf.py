@@ -61,7 +61,8 @@ class CRF(keras.layers.Layer):
 
         alpha = ops.fori_loop(1, t, step, ops.expand_dims(start, 0) + emissions[:, 0])
         log_z = ops.logsumexp(alpha + ops.expand_dims(end, 0), axis=1)
-        return gold - log_z
+        # Empty rows (batch padding for fixed XLA shapes) contribute exactly zero.
+        return ops.where(lengths > 0, gold - log_z, ops.zeros_like(log_z))
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "n_tags": self.n_tags}

@@ -67,8 +67,9 @@ def marginals(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> np.
         # Positions at the sentence's end keep the end scores set above; padding positions are masked later.
         beta[:, i] = np.where((i < last)[:, None], nxt, beta[:, i])
     log_z = _logsumexp(alpha[np.arange(b), last] + crf.end[None], axis=1)
-    post = np.exp(alpha + beta - log_z[:, None, None])
-    return np.where(live[:, :, None], post, 0.0)
+    # Padding positions are set to -inf before exp: alpha keeps growing there and would overflow.
+    log_post = np.where(live[:, :, None], alpha + beta - log_z[:, None, None], -np.inf)
+    return np.exp(log_post)
 
 
 def path_log_score(emissions: np.ndarray, tags: np.ndarray, crf: CrfParams) -> float:

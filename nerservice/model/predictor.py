@@ -13,7 +13,7 @@ import numpy as np
 
 from nerservice.model.decode import marginals, viterbi
 from nerservice.model.tagger import NerTagger
-from nerservice.text.features import encode_batch
+from nerservice.text.features import EncodedCorpus, ShapePolicy
 from nerservice.text.vocab import Vocabularies
 from nerservice.training.batching import bucketed_batches
 
@@ -63,6 +63,10 @@ class Predictor:
         self.max_word_length, self.batch_size = max_word_length, batch_size
         self.token_budget, self.bucket_size = token_budget, bucket_size
         self._forward = compile_forward(model, jit_compile=jit_compile)
+        import keras
+
+        self.policy = ShapePolicy.for_backend(keras.backend.backend(), batch_size=batch_size,
+                                              time_multiple=bucket_size)
 
     def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool = True) -> list[Tagged]:
         """Tag sentences (lists of tokens). Empty sentences get empty results."""
@@ -74,14 +78,15 @@ class Predictor:
         lengths = [len(sentences[i]) for i in nonempty]
         crf = self.model.crf_params()
         tag_of = self.vocabs.tags.tag
+        encoded = EncodedCorpus([sentences[i] for i in nonempty], self.vocabs, max_word_length=self.max_word_length)
         for idx in bucketed_batches(lengths, batch_size=self.batch_size, bucket_size=self.bucket_size, seed=None,
                                     token_budget=self.token_budget):
             rows = [nonempty[j] for j in idx]
-            batch = encode_batch([sentences[r] for r in rows], self.vocabs, max_word_length=self.max_word_length,
-                                 time_multiple=self.bucket_size)
-            em = self._forward(batch).astype(np.float64)
-            paths = viterbi(em, batch["lengths"], crf)
-            post = marginals(em, batch["lengths"], crf) if with_scores else None
+            batch = encoded.batch(idx, self.policy, with_tags=False)
+            em = self._forward(batch)[: len(idx)].astype(np.float64)
+            lens = batch["lengths"][: len(idx)]
+            paths = viterbi(em, lens, crf)
+            post = marginals(em, lens, crf) if with_scores else None
             for k, (r, path) in enumerate(zip(rows, paths)):
                 scores = (post[k, np.arange(len(path)), path].tolist() if post is not None
                           else [1.0] * len(path))

@@ -17,7 +17,7 @@ import numpy as np
 
 from nerservice.config import NerConfig
 from nerservice.data import Sentence
-from nerservice.text.features import encode_batch
+from nerservice.text.features import EncodedCorpus, ShapePolicy
 from nerservice.text.vocab import Vocabularies
 from nerservice.training.batching import bucketed_batches
 from nerservice.training.steps import TrainStep
@@ -77,6 +77,7 @@ def run_epochs(
     rank: int = 0,
     world: int = 1,
     progress: bool = True,
+    shape_policy: ShapePolicy | None = None,
 ) -> LoopResult:
     """Train until ``epochs``, patience or ``max_minutes`` runs out. ``evaluate`` returns dev metrics
     (``{"micro": {"f1": ...}, ...}``) and must give the same answer on every worker (rank 0 computes it and
@@ -84,6 +85,9 @@ def run_epochs(
     t = config.training
     state = state or LoopState()
     lengths = [len(s.tokens) for s in train]
+    encoded = EncodedCorpus([s.tokens for s in train], vocabs, max_word_length=config.model.max_word_length,
+                            tags=[s.tags for s in train])
+    policy = shape_policy or _default_policy(config, world)
     started = time.perf_counter()
     reason = "epochs"
     if state.bad_epochs >= t.patience:
@@ -97,10 +101,7 @@ def run_epochs(
         losses = []
         t0 = time.perf_counter()
         for global_idx in plan:
-            local = global_idx[rank::world]
-            sents = [train[i] for i in local]
-            batch = encode_batch([s.tokens for s in sents], vocabs, max_word_length=config.model.max_word_length,
-                                 tags=[s.tags for s in sents], time_multiple=t.bucket_size)
+            batch = encoded.batch(global_idx[rank::world], policy)
             loss = step(batch, len(global_idx))
             losses.append(loss)
             tokens += int(sum(lengths[i] for i in global_idx))
@@ -140,6 +141,14 @@ def run_epochs(
             reason = "time budget"
             break
     return LoopResult(state, reason, time.perf_counter() - started)
+
+
+def _default_policy(config: NerConfig, world: int) -> ShapePolicy:
+    import keras
+
+    t = config.training
+    return ShapePolicy.for_backend(keras.backend.backend(), batch_size=-(-t.batch_size // world),
+                                   time_multiple=t.bucket_size)
 
 
 def _progress(total: int, epoch: int, epochs: int, *, enabled: bool) -> Any:

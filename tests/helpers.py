@@ -1,0 +1,119 @@
+"""Shared test helpers (imported as ``helpers``: pytest puts ``tests/`` on sys.path via conftest.py)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def assert_config_roundtrip(layer: Any, run: Callable[[Any], Any], *, atol: float = 0.0) -> Any:
+    """keras-hub's habit: ``from_config(get_config())`` gives the same config and, once it holds the same
+    weights, the same output.  ``run(layer)`` calls the layer on fixed inputs (building it) and returns
+    its output (a tensor or a tuple of them).  Also checks the layer survives Keras' registered-name
+    serialisation, which is what a saved model's config relies on.  Returns the clone."""
+    import keras
+    from keras import ops
+
+    expected = run(layer)
+    config = layer.get_config()
+    json.dumps(config)  # configs are saved as JSON: everything in them must be JSON-serialisable
+    clone = type(layer).from_config(config)
+    assert clone.get_config() == config
+    run(clone)  # builds the clone's weights
+    src, dst = layer.get_weights(), clone.get_weights()
+    assert [w.shape for w in src] == [w.shape for w in dst], "clone has differently shaped weights"
+    clone.set_weights(src)
+    _assert_outputs_close(expected, run(clone), atol=atol, ops=ops)
+
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+    assert type(restored) is type(layer)
+    assert restored.get_config() == config
+    return clone
+
+
+def _assert_outputs_close(a: Any, b: Any, *, atol: float, ops: Any) -> None:
+    if isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _assert_outputs_close(x, y, atol=atol, ops=ops)
+        return
+    np.testing.assert_allclose(ops.convert_to_numpy(a), ops.convert_to_numpy(b), rtol=0, atol=atol)
+
+
+def run_python(code: str, *, env: dict[str, str] | None = None, timeout: float = 300,
+               stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter from the repo root; fail the test with its output if it fails."""
+    full_env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONHASHSEED": "0", **(env or {})}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=full_env, capture_output=True, text=True,
+                          timeout=timeout, input=stdin)
+    if proc.returncode != 0:
+        raise AssertionError(f"subprocess failed (rc={proc.returncode})\n--- stdout\n{proc.stdout[-4000:]}\n"
+                             f"--- stderr\n{proc.stderr[-6000:]}")
+    return proc
+
+
+def last_json_line(text: str) -> Any:
+    """The last line of ``text`` that parses as JSON (library output may precede it)."""
+    for line in reversed(text.strip().splitlines()):
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            continue
+    raise AssertionError(f"no JSON line in output:\n{text[-2000:]}")
+
+
+def tiny_model_config(**overrides: Any) -> Any:
+    """A ModelConfig small enough that building and calling a tagger takes milliseconds."""
+    from nerservice.config import ModelConfig
+
+    base = dict(char_embedding_dim=5, char_cnn_filters=4, char_cnn_width=3, char_lstm_units=3, max_word_length=10,
+                word_embedding_dim=6, dense_units=8, lstm_units=4, lstm_layers=2, dropout=0.0)
+    return ModelConfig(**{**base, **overrides})
+
+
+def brute_force_crf(emissions: np.ndarray, transitions: np.ndarray, start: np.ndarray,
+                    end: np.ndarray) -> dict[str, Any]:
+    """Enumerate all K^T tag paths of one sentence (emissions (T, K), T ≥ 1): log Z, the best path, the
+    per-position marginals and a function scoring any path — written independently of the library."""
+    import itertools
+
+    n, k = emissions.shape
+    paths = np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int64)  # (K^T, T)
+
+    def score(path: Any) -> float:
+        path = np.asarray(path)
+        s = start[path[0]] + end[path[-1]] + sum(emissions[i, path[i]] for i in range(n))
+        return float(s + sum(transitions[path[i - 1], path[i]] for i in range(1, n)))
+
+    scores = np.array([score(p) for p in paths])
+    log_z = float(np.logaddexp.reduce(scores))
+    probs = np.exp(scores - log_z)
+    marg = np.zeros((n, k))
+    for p, pr in zip(paths, probs):
+        marg[np.arange(n), p] += pr
+    return {"log_z": log_z, "best": paths[int(np.argmax(scores))], "marginals": marg, "score": score,
+            "best_margin": float(np.sort(scores)[-1] - np.sort(scores)[-2]) if len(scores) > 1 else np.inf}
+
+
+def random_crf_problem(seed: int, *, k: int = 3, lengths: tuple[int, ...] = (5, 3, 1, 4, 2),
+                       pad: int = 2) -> dict[str, np.ndarray]:
+    """A padded batch of random emissions/tags (padding filled with junk, which must be ignored) and
+    random CRF parameters on a scale where transitions matter."""
+    rng = np.random.default_rng(seed)
+    t = max(lengths) + pad
+    return {
+        "emissions": rng.normal(0, 2, (len(lengths), t, k)),
+        "tags": rng.integers(0, k, (len(lengths), t)),
+        "lengths": np.array(lengths, dtype=np.int32),
+        "transitions": rng.normal(0, 1.5, (k, k)),
+        "start": rng.normal(0, 1, k),
+        "end": rng.normal(0, 1, k),
+    }
