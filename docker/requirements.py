@@ -10,8 +10,8 @@ image: ``tensorflow-cpu=tensorflow[and-cuda]``). ``--complement OLD=NEW`` keeps 
 same range under the negated marker: ``tensorflow-cpu`` only has x86-64 wheels, so an image built on an arm64
 laptop gets ``tensorflow`` instead, and the version range still lives only in pyproject.toml.
 
-Usage: python requirements.py [--pyproject FILE] [--extras spark,store] [--exclude NAME] [--replace OLD=NEW]
-       [--complement OLD=NEW]
+Usage: python requirements.py [--pyproject FILE] [--extras spark,store] [--no-base] [--exclude NAME]
+       [--replace OLD=NEW] [--complement OLD=NEW]
 Standard library only (runs before anything is installed).
 """
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
 
 
 def requirements(project: dict, extras: list[str], *, exclude: list[str] = (), replace: list[str] = (),
-                 complement: list[str] = ()) -> list[str]:
+                 complement: list[str] = (), base: bool = True) -> list[str]:
     """Base dependencies plus the named extras; self-references like ``nerservice[a,b]`` are expanded.
 
     Raises SystemExit with a message naming the extra when an extra does not exist (a typo in a Dockerfile
@@ -112,7 +112,8 @@ def requirements(project: dict, extras: list[str], *, exclude: list[str] = (), r
         seen_extras.add(extra)
         add(optional[extra])
 
-    add(project.get("dependencies", []))
+    if base:
+        add(project.get("dependencies", []))
     for extra in extras:
         add_extra(extra)
     return out
@@ -123,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pyproject", default="pyproject.toml")
     p.add_argument("--extras", default="", help="comma-separated extras, e.g. spark,store")
     p.add_argument("--exclude", action="append", default=[], help="distribution to leave out (repeatable)")
+    p.add_argument("--no-base", action="store_true",
+                   help="only the extras' requirements (the model-store server image needs mlflow alone)")
     p.add_argument("--replace", action="append", default=[], metavar="OLD=NEW",
                    help="install NEW with OLD's version range instead of OLD (repeatable)")
     p.add_argument("--complement", action="append", default=[], metavar="OLD=NEW",
@@ -131,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     project = tomllib.loads(Path(args.pyproject).read_text(encoding="utf-8"))["project"]
     extras = [e.strip() for e in args.extras.split(",") if e.strip()]
     sys.stdout.write("".join(f"{line}\n" for line in requirements(
-        project, extras, exclude=args.exclude, replace=args.replace, complement=args.complement)))
+        project, extras, exclude=args.exclude, replace=args.replace, complement=args.complement,
+        base=not args.no_base)))
     return 0
 
 

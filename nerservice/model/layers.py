@@ -98,12 +98,15 @@ class CharEncoder(keras.layers.Layer):
 
     def call(self, word_chars: Any) -> Any:
         chars = ops.cast(word_chars, "int32")
-        x = self.embedding(chars)  # (U, C, E)
+        valid = ops.expand_dims(chars > 0, -1)
+        # Padding chars embed as zeros, exactly what the CNN's own "same" padding reads past a word's end:
+        # otherwise the window at a word's last char would see the <pad> embedding or a zero depending on
+        # how wide the batch's char axis is, and a word's features would depend on the other words.
+        x = ops.where(valid, self.embedding(chars), 0.0)  # (U, C, E)
         lengths = ops.sum(ops.cast(chars > 0, "int32"), axis=1)
         parts = []
         if self.conv is not None:
             h = self.conv(x)
-            valid = ops.expand_dims(chars > 0, -1)
             h = ops.where(valid, h, ops.full_like(h, -1e4))
             pooled = ops.max(h, axis=1)
             # The padding word (no chars at all) gets zeros instead of -1e4.

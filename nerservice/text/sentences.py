@@ -50,12 +50,11 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
         if m.group("para") is not None:
             cut = m.start()
         else:
-            term_start = m.start("term")
-            depth = max(0, depth + _bracket_balance(text, scanned, term_start))
-            scanned = term_start
-            if not _is_boundary(text, term_start, m.group("term"), m.group("next"), depth=depth):
+            cut = m.end("term")  # closers included: in "(see above.) Next" the ")" closes the bracket
+            depth = max(0, depth + _bracket_balance(text, scanned, cut))
+            scanned = cut
+            if not _is_boundary(text, m.start("term"), m.group("term"), m.group("next"), depth=depth):
                 continue
-            cut = m.end("term")
         cuts.append(cut)
         depth, scanned = 0, cut
     cuts.append(len(text))
@@ -87,7 +86,7 @@ def tokenize_sentences(text: str, *, max_tokens: int | None = None) -> list[list
 def _is_boundary(text: str, term_start: int, term: str, next_char: str, *, depth: int) -> bool:
     if not (next_char in _OPENERS or next_char.isdigit() or (next_char.isalpha() and not next_char.islower())):
         return False
-    if depth > 0 and _closes_ahead(text, term_start):
+    if depth > 0 and _closes_ahead(text, term_start + len(term)):
         return False
     if term != ".":  # "?", "!", "..." and ".)" / '."' are unambiguous ends
         return True

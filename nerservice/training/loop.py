@@ -107,8 +107,10 @@ def run_epochs(
             tokens += int(sum(lengths[i] for i in global_idx))
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}",
-                                tok_s=f"{tokens / max(time.perf_counter() - t0, 1e-9):,.0f}")
+                if len(losses) % 20 == 0:  # reading the loss synchronises with the device: not every step
+                    bar.set_postfix(loss=f"{float(losses[-1]):.3f}",
+                                    tok_s=f"{tokens / max(time.perf_counter() - t0, 1e-9):,.0f}")
+        losses = [float(x) for x in losses]  # waits for the last step: the timing below is honest
         if bar is not None:
             bar.close()
         train_seconds = time.perf_counter() - t0

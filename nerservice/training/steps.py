@@ -22,7 +22,9 @@ TRAIN_KEYS = ("token_ids", "lengths", "word_chars", "word_index", "tag_ids")
 
 
 class TrainStep(Protocol):
-    def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> float: ...
+    # Returns the loss as a backend scalar, not a float: converting would block on every step and stall
+    # asynchronous dispatch (the host could not prepare batch n+1 while the device runs batch n).
+    def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> Any: ...
 
     def set_learning_rate(self, lr: float) -> None: ...
 
@@ -97,8 +99,8 @@ class TensorFlowStep:
     def optimizer(self) -> Any:
         return self._optimizer
 
-    def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> float:
-        return float(self._fn({k: batch[k] for k in TRAIN_KEYS}, np.float32(n_global)))
+    def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> Any:
+        return self._fn({k: batch[k] for k in TRAIN_KEYS}, np.float32(n_global))
 
     def set_learning_rate(self, lr: float) -> None:
         self._optimizer.learning_rate.assign(lr)
@@ -151,10 +153,10 @@ class JaxStep:
     def optimizer(self) -> Any:
         return self._optimizer
 
-    def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> float:
+    def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> Any:
         loss, self._tv, self._ntv, self._ov = self._step(self._tv, self._ntv, self._ov,
                                                          {k: batch[k] for k in TRAIN_KEYS}, np.float32(n_global))
-        return float(loss)
+        return loss
 
     def sync_to_model(self) -> None:
         for var, val in zip(self.model.trainable_variables, self._tv):

@@ -114,3 +114,11 @@ def test_log_likelihood_inside_tf_function_with_unknown_time_length() -> None:
         tf.TensorSpec((None,), tf.int32)])
     got = fn(p["emissions"].astype("float32"), p["tags"].astype("int32"), p["lengths"]).numpy()
     np.testing.assert_allclose(got, _log_likelihood(crf, p), atol=1e-5)
+
+
+def test_empty_rows_contribute_zero() -> None:
+    """Fixed-shape batches (XLA/JAX) are padded with empty sentences: their log-likelihood is exactly 0."""
+    p = random_crf_problem(17, lengths=(3, 0, 2, 0))
+    ll = _log_likelihood(_crf_with(p), p)
+    assert ll[1] == 0.0 and ll[3] == 0.0
+    assert ll[0] < 0 and ll[2] < 0

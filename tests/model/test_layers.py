@@ -135,12 +135,10 @@ def test_char_encoder_rows_are_independent() -> None:
 
 
 def test_char_cnn_max_pool_excludes_padding() -> None:
-    """With a tanh CNN, a padded position's activation could exceed every real one; the pool must
-    only see real characters: compare against the CNN applied to the unpadded word."""
-    from keras import ops
-
-    enc = _char_encoder(name="cnn_only") if False else None
+    """The pool sees only real characters, and the window at a word's last character reads zeros past
+    its end, whatever the batch's char width: compare against the CNN applied to the unpadded word."""
     import keras
+    from keras import ops
 
     from nerservice.model.layers import CharEncoder
 

@@ -1,0 +1,187 @@
+"""The served model: what is loaded, where it came from, and the atomic swap on reload.
+
+A ``ServedModel`` is immutable: the batcher reads ``slot.current`` once per batch, so a batch that started
+on the old model finishes on it, and the next batch sees the new one.  Loading runs on its own thread
+(not the inference thread), so requests keep being answered by the old model while the new one loads.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from api.settings import ApiSettings
+from nerservice.errors import ModelLoadError, NerServiceError, NotReadyError
+
+log = logging.getLogger("nerservice.api")
+
+WARMUP_TEXT = "Warm-up sentence for the tagger. It has two sentences."
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a reference points right now, read without loading any weights."""
+
+    ref: str
+    path: Path
+    kind: str  # "store" or "directory"
+    name: str
+    version: str
+    aliases: tuple[str, ...] = ()
+    store_metrics: dict[str, Any] = field(default_factory=dict)
+
+    def same_as(self, other: "ModelSource") -> bool:
+        return (self.kind, self.name, self.version, self.path) == (other.kind, other.name, other.version, other.path)
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    source: ModelSource
+    extractor: Any  # nerservice.inference.Extractor (imported lazily: it pulls in Keras)
+    manifest: dict[str, Any]
+    loaded_at: float
+    load_seconds: float
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    @property
+    def version(self) -> str:
+        return self.source.version
+
+    def identity(self) -> dict[str, str]:
+        return {"name": self.name, "version": self.version}
+
+    def matches(self, requested: str) -> bool:
+        """Whether a client's ``model`` field names this model: the configured reference, the bare name,
+        ``name/VERSION``, ``name@VERSION`` or ``name@ALIAS`` for an alias this version held when loaded."""
+        s = self.source
+        accepted = {s.ref, s.name, f"{s.name}/{s.version}", f"{s.name}@{s.version}",
+                    *(f"{s.name}@{a}" for a in s.aliases)}
+        return requested.strip() in accepted
+
+    def describe(self) -> dict[str, Any]:
+        loaded = self.extractor.loaded
+        return {
+            "name": self.name, "version": self.version, "ref": self.source.ref, "source": self.source.kind,
+            "aliases": list(self.source.aliases), "path": str(self.source.path),
+            "labels": list(self.extractor.labels),
+            "metrics": self.source.store_metrics or loaded.metrics,
+            "manifest": self.manifest, "lineage": loaded.lineage,
+            "loaded_at": self.loaded_at, "load_seconds": round(self.load_seconds, 3),
+        }
+
+
+def _fingerprint(path: Path) -> str:
+    try:
+        return hashlib.sha256((path / "manifest.json").read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read manifest.json ({exc.strerror})", path=str(path)) from None
+
+
+def locate(ref: str) -> ModelSource:
+    """Resolve ``ref`` (a folder or a store reference) to a concrete, pinned version."""
+    from nerservice.cli.common import resolve_model_dir
+
+    if Path(ref).is_dir():
+        path = resolve_model_dir(ref)
+        name = path.parent.name if path.name in ("model-best", "model-last") else path.name
+        # A folder has no version number: its content hash is one (a retrain into the same folder changes it).
+        return ModelSource(ref=ref, path=path, kind="directory", name=name, version=_fingerprint(path)[:12])
+    try:
+        from nerservice.store import ModelStore
+    except ImportError:
+        raise ModelLoadError(f"{ref}: no such model directory (and the model store is not installed)",
+                             ref=ref) from None
+    store = ModelStore.from_env()
+    info = store.describe(ref)
+    # Pin the version read by describe(): an alias moving between the two calls must not mix versions.
+    pinned = f"{info['name']}/{info['version']}"
+    return ModelSource(ref=ref, path=Path(store.resolve(pinned)), kind="store", name=str(info["name"]),
+                       version=str(info["version"]), aliases=tuple(info.get("aliases") or ()),
+                       store_metrics=dict(info.get("metrics") or {}))
+
+
+def load_served_model(source: ModelSource, settings: ApiSettings) -> ServedModel:
+    """Blocking: load weights, build the Extractor, run one warm-up extraction."""
+    from nerservice.inference import Extractor
+
+    t0 = time.perf_counter()
+    extractor = Extractor.load(source.path, max_sentence_tokens=settings.max_sentence_tokens,
+                               token_budget=settings.max_batch_tokens)
+    if settings.warmup:
+        extractor.extract([WARMUP_TEXT])
+    manifest = json.loads((source.path / "manifest.json").read_text(encoding="utf-8"))
+    return ServedModel(source, extractor, manifest, loaded_at=time.time(), load_seconds=time.perf_counter() - t0)
+
+
+class ModelSlot:
+    """Holds the current model; loads and swaps on its own thread. ``current`` is None until loaded."""
+
+    def __init__(self, ref: str | None, settings: ApiSettings, *,
+                 on_swap: Callable[[ServedModel | None, ServedModel], None] | None = None) -> None:
+        self.ref, self.settings = ref, settings
+        self.current: ServedModel | None = None
+        self.state = "empty" if ref is None else "loading"
+        self.error: NerServiceError | None = None
+        self._on_swap = on_swap
+        self._lock = asyncio.Lock()
+        self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nerservice-loader")
+
+    def require(self) -> ServedModel:
+        model = self.current
+        if model is None:
+            raise self._not_ready()
+        return model
+
+    def _not_ready(self) -> NotReadyError:
+        if self.ref is None:
+            return NotReadyError("no model configured", hint="set NERSERVICE_API_MODEL to a model folder or "
+                                 "a store reference such as demo@production")
+        if self.state == "failed" and self.error is not None:
+            return NotReadyError(f"model {self.ref!r} failed to load: [{self.error.code}] {self.error.message}",
+                                 cause=self.error.code)
+        return NotReadyError(f"model {self.ref!r} is still loading")
+
+    async def load_initial(self) -> None:
+        try:
+            await self.reload()
+        except NerServiceError as exc:  # stay alive and say why in /readyz; a later reload may succeed
+            log.error("model %r failed to load: [%s] %s", self.ref, exc.code, exc.message)
+        except Exception as exc:  # noqa: BLE001 — same: a broken model must not kill the process
+            log.exception("model %r failed to load", self.ref)
+            self.state, self.error = "failed", ModelLoadError(f"{type(exc).__name__}: {exc}")
+
+    async def reload(self) -> dict[str, Any]:
+        """Re-resolve the configured reference; load and swap if it points somewhere new."""
+        if self.ref is None:
+            raise self._not_ready()
+        loop = asyncio.get_running_loop()
+        async with self._lock:  # one reload at a time; a second caller re-checks after the first
+            previous = self.current
+            try:
+                source = await loop.run_in_executor(self._loader, locate, self.ref)
+                if previous is not None and previous.source.same_as(source):
+                    return {"changed": False, "previous": previous.identity(), "current": previous.identity()}
+                log.info("loading model %s version %s from %s", source.name, source.version, source.path)
+                model = await loop.run_in_executor(self._loader, load_served_model, source, self.settings)
+            except NerServiceError as exc:
+                if previous is None:
+                    self.state, self.error = "failed", exc
+                raise
+            self.current, self.state, self.error = model, "ready", None  # the swap: one assignment
+            log.info("serving model %s version %s (loaded in %.1f s)", model.name, model.version, model.load_seconds)
+            if self._on_swap is not None:
+                self._on_swap(previous, model)
+            return {"changed": True, "previous": previous.identity() if previous else None,
+                    "current": model.identity()}
+
+    def close(self) -> None:
+        self._loader.shutdown(wait=False, cancel_futures=True)

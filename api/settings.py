@@ -1,0 +1,76 @@
+"""Service settings, read from the environment with the prefix ``NERSERVICE_API_``.
+
+The model to serve is ``NERSERVICE_API_MODEL`` (``NERSERVICE_MODEL`` is accepted as a fallback): a saved
+model folder, a training output folder (its ``model-best`` is served) or a model-store reference such as
+``demo@production`` (resolved through ``NERSERVICE_STORE_DIR`` / the store's own settings).
+
+Every limit says what raising it costs.  The numbers are sized for a 2-core machine serving the default
+Bi-LSTM-CNN-Char-CRF (~250 one-sentence texts/s, ~7k tokens/s).
+"""
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from nerservice.errors import ConfigError
+
+ENV_PREFIX = "NERSERVICE_API_"
+
+
+class ApiSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True,
+                                      populate_by_name=True)
+
+    model: str | None = Field(None, validation_alias=AliasChoices("NERSERVICE_API_MODEL", "NERSERVICE_MODEL"))
+    # Bearer token for POST /v1/models/reload. Unset = admin endpoints refuse every call.
+    admin_token: SecretStr | None = None
+
+    # --- request limits (checked before anything is queued) ------------------------------------------
+    # Raising it: more memory per request (the body is held in full) and longer JSON parsing on the event
+    # loop, during which no other request is answered (~2 ms per 100 KiB).
+    max_body_bytes: int = Field(512 * 1024, ge=256)
+    # Raising it: one request can occupy the model longer (a request is never split across batches), so
+    # everyone queued behind it waits.
+    max_texts: int = Field(64, ge=1)
+    # Raising it: a single text costs ~1 ms of inference per 35 characters here; long texts also hold the
+    # event loop while their tokens are counted (texts over ~4k chars are counted on a thread).
+    max_text_chars: int = Field(20_000, ge=1)
+
+    # --- batching ------------------------------------------------------------------------------------
+    # Texts combined into one model call. Raising it: higher throughput only until the model saturates
+    # (16-64 on 2 cores), then only latency grows. 1 disables batching.
+    max_batch_texts: int = Field(64, ge=1)
+    # Tokens combined into one model call. Raising it: more activation memory per call (~tokens x 4 KiB
+    # for the default model) and longer waits for the requests of one batch.
+    max_batch_tokens: int = Field(8192, ge=1)
+    # How long the first request of a batch may wait for company when the queue is empty. Raising it adds
+    # up to that much latency at low load in exchange for fuller batches at medium load.
+    max_wait_ms: float = Field(2.0, ge=0.0)
+    # Requests waiting for the model; beyond it the service answers 429. Raising it trades 429s for
+    # latency: a full queue of N one-sentence requests is N/250 s of waiting on this machine.
+    max_queue: int = Field(256, ge=1)
+    # Seconds a 429/503 answer tells clients to wait (Retry-After).
+    retry_after_s: int = Field(1, ge=0)
+    # Tokens per sentence chunk given to the model (longer sentences are cut). Raising it: longer LSTM
+    # sequences, more padding for everyone batched with them.
+    max_sentence_tokens: int = Field(256, ge=8)
+    # Texts above this many characters in a request have their tokens counted on a worker thread instead
+    # of the event loop. Raising it: big requests stall other clients for longer; lowering it: more thread
+    # hops (~50 us each).
+    count_tokens_inline_chars: int = Field(4096, ge=0)
+
+    # --- HTTP ----------------------------------------------------------------------------------------
+    # Origins allowed by CORS; empty = no CORS headers at all (the page is served from the same origin).
+    cors_origins: list[str] = Field(default_factory=list)
+    # Run one extraction on a fixed text right after loading, so the first client does not pay for tracing.
+    warmup: bool = True
+
+
+def load_settings(**overrides: object) -> ApiSettings:
+    """Settings from the environment (plus explicit overrides), with a coded error instead of a traceback."""
+    try:
+        return ApiSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(f"{ENV_PREFIX}{'.'.join(str(x) for x in e['loc']).upper()}: {e['msg']}"
+                             for e in exc.errors())
+        raise ConfigError(f"invalid API settings: {problems}") from None

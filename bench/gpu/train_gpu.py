@@ -1,0 +1,127 @@
+"""GPU training benchmark (issue 7): the project's own code paths, KERAS_BACKEND=jax, on the lent H200.
+
+Reports, for the real model (char-CNN + char-BiLSTM + residual BiLSTMs + CRF) on a corpus:
+  * training tokens/s of the project's loop (``nerservice.training.trainer.train``), time per epoch,
+    time to best dev F1, test entity F1;
+  * inference tokens/s of the project's ``Predictor`` (what the Extractor uses) on the test set;
+  * a ceiling for *our shapes*: the same model and JaxStep, with every batch pre-encoded and resident on
+    the device, stepping back to back (no host work at all) — our loop's ratio to it is the efficiency of
+    everything around the compiled step.
+
+    KERAS_BACKEND=jax python bench/gpu/train_gpu.py --corpus DIR [--embeddings FILE] [--set k=v ...]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", required=True, help="folder with train.tsv devel.tsv test.tsv")
+    ap.add_argument("--embeddings")
+    ap.add_argument("--out", default="/tmp/gpu-run")
+    ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--ceiling-passes", type=int, default=2)
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+
+    import jax
+    import keras
+    import numpy as np
+
+    from nerservice.config import NerConfig
+    from nerservice.data import read_corpus
+    from nerservice.model.tagger import build_tagger
+    from nerservice.text.features import EncodedCorpus, ShapePolicy
+    from nerservice.training.loop import epoch_plan
+    from nerservice.training.steps import make_train_step
+    from nerservice.training.trainer import train, vocabularies_with_vectors
+
+    print("backend", keras.backend.backend(), "devices", jax.devices(), flush=True)
+    config = NerConfig().with_overrides(args.set)
+    tr = read_corpus(os.path.join(args.corpus, "train.tsv")).sentences
+    dv = read_corpus(os.path.join(args.corpus, "devel.tsv")).sentences
+    te = read_corpus(os.path.join(args.corpus, "test.tsv")).sentences
+    n_train_tokens = sum(len(s.tokens) for s in tr)
+
+    # --- ceiling: same model + step, device-resident batches, no host work -----------------------------
+    vocabs, matrix, _ = vocabularies_with_vectors(tr, dv + te, args.embeddings, progress=False)
+    model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
+                         n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed)
+    step = make_train_step(model, config.training)
+    enc = EncodedCorpus([s.tokens for s in tr], vocabs, max_word_length=config.model.max_word_length,
+                        tags=[s.tags for s in tr])
+    policy = ShapePolicy.for_backend("jax", batch_size=config.training.batch_size,
+                                     time_multiple=config.training.bucket_size)
+    plan = epoch_plan([len(s.tokens) for s in tr], config, 0)
+    batches = [jax.device_put(enc.batch(idx, policy)) for idx in plan]
+    shapes = {tuple(b["token_ids"].shape) + tuple(b["word_chars"].shape) for b in batches}
+    t0 = time.perf_counter()
+    loss = None
+    for b, idx in zip(batches, plan):  # pass 1 compiles every shape
+        loss = step(b, len(idx))
+    jax.block_until_ready(loss)
+    compile_pass = time.perf_counter() - t0
+    ceiling = []
+    for _ in range(args.ceiling_passes):
+        t0 = time.perf_counter()
+        for b, idx in zip(batches, plan):
+            loss = step(b, len(idx))
+        jax.block_until_ready(loss)
+        ceiling.append(n_train_tokens / (time.perf_counter() - t0))
+    ceiling_tps = max(ceiling)
+    print(f"ceiling: {len(shapes)} shapes, first pass (compiles) {compile_pass:.1f}s, "
+          f"tokens/s {[round(x) for x in ceiling]}", flush=True)
+    del batches
+
+    # --- the project's training loop -------------------------------------------------------------------
+    t0 = time.perf_counter()
+    outcome = train(config, train_data=tr, dev_data=dv, test_data=te, embeddings=args.embeddings,
+                    out_dir=args.out, resume=False, progress=False)
+    wall = time.perf_counter() - t0
+    hist = outcome.history
+    tps = [h["train_tokens_per_s"] for h in hist]
+    steady = statistics.median(tps[1:]) if len(tps) > 1 else tps[0]
+    elapsed = 0.0
+    time_to_best = None
+    for h in hist:
+        elapsed += h["train_seconds"] + h["eval_seconds"]
+        if h["epoch"] == outcome.best_epoch:
+            time_to_best = elapsed
+
+    # --- inference through the Predictor ---------------------------------------------------------------
+    from nerservice.saved_model import load_model
+
+    pred = load_model(outcome.best_dir).predictor(batch_size=256)
+    sents = [s.tokens for s in te]
+    pred.predict_tags(sents)  # compile
+    t0 = time.perf_counter()
+    for _ in range(3):
+        pred.predict_tags(sents)
+    infer_tps = 3 * sum(len(s) for s in sents) / (time.perf_counter() - t0)
+
+    result = {
+        "device": str(jax.devices()[0]), "config": config.model_dump(mode="json"),
+        "epochs_run": len(hist), "best_epoch": outcome.best_epoch, "stopped": outcome.stopped_reason,
+        "train_tokens_per_s_steady": steady, "train_tokens_per_s_by_epoch": tps,
+        "epoch_seconds": [h["train_seconds"] for h in hist], "eval_seconds": [h["eval_seconds"] for h in hist],
+        "time_to_best_s": time_to_best, "wall_s": wall,
+        "dev_f1": outcome.dev["micro"]["f1"], "test_f1": outcome.test["micro"]["f1"] if outcome.test else None,
+        "ceiling_tokens_per_s": ceiling_tps, "ratio_to_ceiling": steady / ceiling_tps,
+        "ceiling_shapes": len(shapes), "ceiling_compile_pass_s": compile_pass,
+        "inference_tokens_per_s": infer_tps,
+    }
+    print(json.dumps(result, indent=2))
+    if args.json_out:
+        with open(args.json_out, "w") as fh:
+            json.dump(result, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
