@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
-from nerservice.errors import NerServiceError, NotReadyError, OverloadedError, RequestError
+from nerservice.errors import NerServiceError, NotReadyError, OverloadedError, RequestError, UnauthorizedError
 
 log = logging.getLogger("nerservice.api")
 
@@ -52,10 +52,12 @@ def error_response(exc: BaseException, *, retry_after_s: int | None = None) -> R
         headers["Retry-After"] = str(retry_after_s)
     if isinstance(exc, StarletteHTTPException) and exc.headers:
         headers.update(exc.headers)  # e.g. Allow on 405
+    if isinstance(exc, UnauthorizedError):
+        headers["WWW-Authenticate"] = "Bearer"
     if status >= 500 and not isinstance(exc, NerServiceError):
         log.error("unhandled %s", type(exc).__name__, exc_info=exc)
-    elif status >= 500:
-        log.warning("request failed: [%s] %s", body["error"]["code"], type(exc).__name__)
+    elif status >= 500 and not isinstance(exc, NotReadyError):  # 503s are expected while loading
+        log.warning("request failed: [%s] %s", body["error"]["code"], body["error"]["message"])
     return JSONResponse(body, status_code=status, headers=headers)
 
 

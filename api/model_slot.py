@@ -95,6 +95,9 @@ def locate(ref: str) -> ModelSource:
         name = path.parent.name if path.name in ("model-best", "model-last") else path.name
         # A folder has no version number: its content hash is one (a retrain into the same folder changes it).
         return ModelSource(ref=ref, path=path, kind="directory", name=name, version=_fingerprint(path)[:12])
+    if ref.startswith(("/", "./", "../", "~")):  # meant as a folder, and there is none
+        raise ModelLoadError(f"{ref}: no such model directory", ref=ref,
+                             hint="pass a folder written by `nerservice train --out`, or a store reference")
     try:
         from nerservice.store import ModelStore
     except ImportError:
@@ -109,13 +112,18 @@ def locate(ref: str) -> ModelSource:
                        store_metrics=dict(info.get("metrics") or {}))
 
 
+def extractor_options(settings: ApiSettings) -> dict[str, Any]:
+    """Extractor keyword arguments for these settings (the benchmark's in-process baseline uses them too)."""
+    return {"max_sentence_tokens": settings.max_sentence_tokens, "batch_size": settings.model_batch_sentences,
+            "token_budget": settings.max_batch_tokens}
+
+
 def load_served_model(source: ModelSource, settings: ApiSettings) -> ServedModel:
     """Blocking: load weights, build the Extractor, run one warm-up extraction."""
     from nerservice.inference import Extractor
 
     t0 = time.perf_counter()
-    extractor = Extractor.load(source.path, max_sentence_tokens=settings.max_sentence_tokens,
-                               token_budget=settings.max_batch_tokens)
+    extractor = Extractor.load(source.path, **extractor_options(settings))
     if settings.warmup:
         extractor.extract([WARMUP_TEXT])
     manifest = json.loads((source.path / "manifest.json").read_text(encoding="utf-8"))
@@ -138,10 +146,10 @@ class ModelSlot:
     def require(self) -> ServedModel:
         model = self.current
         if model is None:
-            raise self._not_ready()
+            raise self.not_ready_error()
         return model
 
-    def _not_ready(self) -> NotReadyError:
+    def not_ready_error(self) -> NotReadyError:
         if self.ref is None:
             return NotReadyError("no model configured", hint="set NERSERVICE_API_MODEL to a model folder or "
                                  "a store reference such as demo@production")
@@ -162,7 +170,7 @@ class ModelSlot:
     async def reload(self) -> dict[str, Any]:
         """Re-resolve the configured reference; load and swap if it points somewhere new."""
         if self.ref is None:
-            raise self._not_ready()
+            raise self.not_ready_error()
         loop = asyncio.get_running_loop()
         async with self._lock:  # one reload at a time; a second caller re-checks after the first
             previous = self.current

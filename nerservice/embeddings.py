@@ -53,13 +53,8 @@ class WordVectors:
         return int(self.matrix.shape[1])
 
 
-def load_vectors(
-    path: str | Path,
-    *,
-    keep: Collection[str] | None = None,
-    fmt: Format = "auto",
-    progress: bool = True,
-) -> WordVectors:
+def load_vectors(path: str | Path, *, keep: Collection[str] | None = None, fmt: Format = "auto",
+                 progress: bool = True) -> WordVectors:
     """Read a vectors file (or "glove-6b-50d" for the kumo package), keeping only words in ``keep``."""
     path, fmt = _resolve(path, fmt)
     if fmt == "kumo":
@@ -86,7 +81,7 @@ def vector_words(path: str | Path, *, fmt: Format = "auto") -> Iterator[str]:
     """Stream the normalised words of a vectors file in file order (repeats possible), reading no vectors."""
     path, fmt = _resolve(path, fmt)
     if fmt == "kumo":
-        yield from _kumo_words(path)
+        yield from (word for word in _kumo_words(path) if word)  # "" marks a null entry
     else:
         yield from (word for word, _, _ in _records(path, fmt, progress=False))
 
@@ -242,8 +237,7 @@ def _is_header(fields: list[bytes]) -> bool:
 
 
 def _header(path: Path, f: BinaryIO) -> tuple[int, int]:
-    fields = f.readline(4096).split()
-    if not _is_header(fields):
+    if not _is_header(fields := f.readline(4096).split()):
         raise EmbeddingsError(f"{path}:1: expected a word2vec header 'count dim', got {fields[:4]!r}")
     return int(fields[0]), int(fields[1])
 
@@ -312,7 +306,7 @@ def _npy_rows(npy: Path, rows: np.ndarray, *, expect_rows: int) -> np.ndarray:
         n, dim = shape
         out = np.empty((len(rows), dim), dtype=np.float32)
         # Column-major: one column (1.6 MB for GloVe 6B) per read; row-major: _BLOCK rows per read.
-        step, width = (n, 1) if fortran else (_BLOCK, dim)
+        step, width = (max(n, 1), 1) if fortran else (_BLOCK, dim)
         for lo in range(0, n * dim // width, step):
             want = min(step, n * dim // width - lo) * width * dtype.itemsize
             data = f.read(want)

@@ -62,6 +62,11 @@ def main() -> None:
     plan = epoch_plan([len(s.tokens) for s in tr], config, 0)
     batches = [jax.device_put(enc.batch(idx, policy)) for idx in plan]
     shapes = {tuple(b["token_ids"].shape) + tuple(b["word_chars"].shape) for b in batches}
+    # Does the compiled step run the recurrent layers through cuDNN (FACTS.md: a mask would prevent it)?
+    b0 = batches[0]
+    hlo = step._step.lower(step._tv, step._ntv, step._ov, {k: b0[k] for k in b0}, np.float32(1)).compile().as_text()
+    cudnn = "cudnn" in hlo.lower()
+    print(f"cuDNN RNN in the compiled training step: {cudnn}", flush=True)
     t0 = time.perf_counter()
     loss = None
     for b, idx in zip(batches, plan):  # pass 1 compiles every shape
@@ -115,7 +120,7 @@ def main() -> None:
         "dev_f1": outcome.dev["micro"]["f1"], "test_f1": outcome.test["micro"]["f1"] if outcome.test else None,
         "ceiling_tokens_per_s": ceiling_tps, "ratio_to_ceiling": steady / ceiling_tps,
         "ceiling_shapes": len(shapes), "ceiling_compile_pass_s": compile_pass,
-        "inference_tokens_per_s": infer_tps,
+        "inference_tokens_per_s": infer_tps, "cudnn_in_step": cudnn,
     }
     print(json.dumps(result, indent=2))
     if args.json_out:

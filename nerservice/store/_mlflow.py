@@ -22,6 +22,8 @@ _QUIET_ENV = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",  # it would corrupt `--json` output on stdout
+    "MLFLOW_DISABLE_TELEMETRY": "true",  # a service should not phone home (and these hosts are offline)
     "GIT_PYTHON_REFRESH": "quiet",  # MLflow probes git through GitPython and warns when git is missing
 }
 
@@ -38,6 +40,13 @@ def import_mlflow() -> Any:
     return mlflow
 
 
+def mlflow_exception() -> type[Exception]:
+    import_mlflow()
+    from mlflow.exceptions import MlflowException
+
+    return MlflowException
+
+
 def make_client(tracking_uri: str, registry_uri: str) -> Any:
     import_mlflow()
     from mlflow.tracking import MlflowClient
@@ -52,6 +61,7 @@ def error_code(exc: BaseException) -> str | None:
 @contextlib.contextmanager
 def translated(what: str, *, uri: str, not_found: str | None = None) -> Iterator[None]:
     """Run an MLflow call; its failures come out as coded StoreErrors that say what we were doing."""
+    import_mlflow()  # first, so our quiet defaults are in place before MLflow configures its loggers
     from mlflow.exceptions import MlflowException
 
     try:
@@ -61,11 +71,11 @@ def translated(what: str, *, uri: str, not_found: str | None = None) -> Iterator
         if code == "RESOURCE_DOES_NOT_EXIST" and not_found is not None:
             raise ModelNotFoundError(not_found, store=uri) from None
         text = str(exc.message if hasattr(exc, "message") else exc)
-        hint = None
-        if "Max retries exceeded" in text or "Connection refused" in text or "API request to" in text:
-            hint = f"is the MLflow server at {uri} running and reachable?"
-        raise StoreError(f"model store: {what} failed: {_short(text)}", hint=hint, store=uri,
-                         mlflow_code=code) from None
+        if "Max retries exceeded" in text or "Failed to establish a new connection" in text:
+            raise StoreError(f"model store: {what} failed: cannot connect to the MLflow server at {uri}",
+                             hint="is it running and reachable? The URI comes from NERSERVICE_STORE_URI or --store",
+                             store=uri) from None
+        raise StoreError(f"model store: {what} failed: {_short(text)}", store=uri, mlflow_code=code) from None
     except OSError as exc:  # local artifact roots: disk full, permissions
         raise StoreError(f"model store: {what} failed: {exc}", store=uri) from None
 

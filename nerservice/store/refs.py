@@ -22,7 +22,7 @@ REF_FORMS = "name, name@alias, name@latest or name/VERSION (name: letters, digit
 
 
 def validate_name(name: str) -> str:
-    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:
         raise InvalidModelRefError(
             f"invalid model name {name!r}", name=str(name),
             hint="use 1-64 letters, digits, '_', '-' or '.', starting with a letter or digit, without '..'")
@@ -31,7 +31,7 @@ def validate_name(name: str) -> str:
 
 def validate_alias(alias: str) -> str:
     # MLflow itself reserves "latest" and "v<digits>" (they would shadow versions).
-    if not isinstance(alias, str) or not ALIAS_RE.match(alias) or alias.lower() == LATEST \
+    if not isinstance(alias, str) or not ALIAS_RE.fullmatch(alias) or alias.lower() == LATEST \
             or re.fullmatch(r"[vV]\d+", alias):
         raise InvalidModelRefError(
             f"invalid alias {alias!r}", alias=str(alias),

@@ -81,6 +81,22 @@ def lineage_tags(lineage: dict[str, Any]) -> dict[str, str]:
     return tags
 
 
+def parse_lineage_tags(tags: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in sorted(tags.items()):
+        if not key.startswith(TAG_LINEAGE):
+            continue
+        short = key[len(TAG_LINEAGE):]
+        if short == "packages":
+            try:
+                out[short] = json.loads(value)
+                continue
+            except ValueError:
+                pass
+        out[short] = value
+    return out
+
+
 def read_saved_json(model_dir: Path, name: str) -> dict[str, Any]:
     try:
         data = json.loads((model_dir / name).read_text(encoding="utf-8"))

@@ -45,17 +45,14 @@ class ShapePolicy:
     fixed_batch: int | None = None  # pad the batch axis with empty sentences up to this size
     fixed_chars: bool = False  # char axis = max_word_length (rounded to char_multiple)
     rows_pow2: bool = False  # distinct-word rows rounded up to a power of two (min 64)
-    rows_per_token: bool = False  # rows = B*T+1: the shape depends on T alone (fewest compiles; GPU)
 
     @classmethod
     def for_backend(cls, backend: str, *, batch_size: int, time_multiple: int = 8) -> "ShapePolicy":
         if backend == "jax":
-            import jax
-
-            # On an accelerator compiles cost more than the char encoder's extra rows; on a CPU the reverse.
-            on_gpu = jax.default_backend() != "cpu"
-            return cls(time_multiple=time_multiple, fixed_batch=batch_size, fixed_chars=True,
-                       rows_pow2=not on_gpu, rows_per_token=on_gpu)
+            # Measured on the H200 (bench/gpu/profile_step.py): encoding every token's chars (rows = B*T)
+            # made the char BiLSTM 80% of the step; distinct words rounded to a power of two cost a few
+            # more compiles and keep the step 4x cheaper.
+            return cls(time_multiple=time_multiple, fixed_batch=batch_size, fixed_chars=True, rows_pow2=True)
         return cls(time_multiple=time_multiple)
 
 
@@ -118,9 +115,7 @@ class EncodedCorpus:
         types = np.concatenate([[0], uniq[uniq != 0]])
         index_of = np.searchsorted(types, self.type_ids[src])
         n_rows = types.size
-        if policy.rows_per_token:
-            n_rows = b * t + 1
-        elif policy.rows_pow2:
+        if policy.rows_pow2:
             n_rows = max(64, 1 << (n_rows - 1).bit_length())
         c_real = int(self.type_lengths[types].max(initial=1))
         c = (round_up(self.max_word_length, policy.char_multiple) if policy.fixed_chars

@@ -7,8 +7,8 @@ not end a sentence after:
   * a known abbreviation (``e.g.``, ``i.e.``, ``et al.``, ``Fig.``, ``vs.``, ``approx.``, ``Dr.`` ...),
   * a dotted abbreviation (``i.v.``, ``p.o.``, ``U.S.``),
   * a reference abbreviation when a number follows (``No. 5``, ``p. 12``, ``Ref. 3``),
-  * a single capital letter, read as an initial (``J. Smith``; the price: ``vitamin D. The`` stays one
-    sentence — rarer in abstracts than author initials),
+  * a single capital letter, read as an initial (``J. Smith``) — unless the word before it is a noun
+    that takes letter designators (``type I. We``, ``hepatitis B. The``, ``haplotype A. To``),
   * inside parentheses/brackets that close later in the same paragraph (``(n = 5. P < 0.05)``).
 Decimals (``2.5 mg``) never split: no whitespace follows the dot.
 
@@ -27,6 +27,11 @@ from nerservice.text.tokenizer import Token, tokenize
 ABBREVIATIONS = frozenset("e.g i.e vs approx ca cf viz fig figs dr mr mrs ms prof resp incl esp".split())
 # Abbreviations that precede a number; only then is their dot not an end ("No. 5" but "answer is no. The").
 NUMBER_ABBREVIATIONS = frozenset("no nos p pp vol ref refs eq eqs tab suppl chap sec".split())
+# Nouns followed by a letter designator; "type I." ends a sentence, where "by J." would be an initial.
+DESIGNATED_NOUNS = frozenset(
+    "type types class grade stage phase factor group haplotype vitamin hepatitis hex complex form site "
+    "region domain chain allele subunit subtype strain serotype isoform receptor antigen chromosome".split()
+)
 _CLOSERS = "\"'”’»)]}"
 _OPENERS = "\"'“‘«([{"
 _PARAGRAPH_RE = re.compile(r"\n[^\S\n]*\n|\u2029")
@@ -76,6 +81,8 @@ def tokenize_sentences(text: str, *, max_tokens: int | None = None) -> list[list
     out: list[list[Token]] = []
     for start, end in split_sentences(text):
         tokens = tokenize(text[start:end], offset=start)
+        if not tokens:  # only invisible separators (zero-width space, BOM): nothing for the model
+            continue
         if max_tokens is None or len(tokens) <= max_tokens:
             out.append(tokens)
         else:
@@ -94,13 +101,19 @@ def _is_boundary(text: str, term_start: int, term: str, next_char: str, *, depth
     lower = word.lower()
     if lower in ABBREVIATIONS or _DOTTED_RE.fullmatch(word):
         return False
-    if lower == "al" and text[max(0, term_start - 8) : term_start - len(word)].rstrip().lower().endswith("et"):
+    if lower == "al" and _word_before(text, term_start - len(word)) == "et":
         return False
     if lower in NUMBER_ABBREVIATIONS and next_char.isdigit():
         return False
-    if len(word) == 1 and word.isupper():  # initial: "J. Smith"
-        return False
+    if len(word) == 1 and word.isupper():  # an initial ("J. Smith"), unless it designates ("type I.")
+        return _word_before(text, term_start - 1) in DESIGNATED_NOUNS
     return True
+
+
+def _word_before(text: str, pos: int) -> str:
+    """The lower-cased whitespace-delimited word that ends before ``pos`` (skipping spaces)."""
+    words = text[max(0, pos - 40) : pos].split()
+    return words[-1].lower() if words else ""
 
 
 def _bracket_balance(text: str, start: int, end: int) -> int:

@@ -37,11 +37,11 @@ class LoopState:
 
     def to_dict(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "best_f1": self.best_f1, "best_epoch": self.best_epoch,
-                "bad_epochs": self.bad_epochs, "history": self.history}
+                "bad_epochs": self.bad_epochs, "history": list(self.history)}  # a snapshot, not an alias
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "LoopState":
-        return cls(**d)
+        return cls(**{**d, "history": list(d.get("history", []))})  # the caller's dict is not mutated later
 
 
 @dataclass

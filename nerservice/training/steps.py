@@ -145,9 +145,12 @@ class JaxStep:
         self.reload_from_model()
 
     def reload_from_model(self) -> None:
-        self._tv = [v.value for v in self.model.trainable_variables]
-        self._ntv = [v.value for v in self.model.non_trainable_variables]
-        self._ov = [v.value for v in self._optimizer.variables]
+        import jax.numpy as jnp
+
+        # Copies: the step donates its state buffers, which must never be the Keras variables' own arrays.
+        self._tv = [jnp.array(v.value, copy=True) for v in self.model.trainable_variables]
+        self._ntv = [jnp.array(v.value, copy=True) for v in self.model.non_trainable_variables]
+        self._ov = [jnp.array(v.value, copy=True) for v in self._optimizer.variables]
 
     @property
     def optimizer(self) -> Any:

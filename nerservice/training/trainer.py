@@ -41,6 +41,9 @@ class TrainOutcome:
     seconds: float
     lineage: dict[str, Any] = field(default_factory=dict)
     vocab_stats: dict[str, Any] = field(default_factory=dict)
+    # The trained model as the loop left it (last epoch, every rank): lets a distributed runner check that
+    # all workers ended with identical weights.
+    model: Any = field(default=None, repr=False, compare=False)
 
 
 def build_vocabularies(train: Sequence[Sentence], *, also_tags: Sequence[Sentence] = (),
@@ -162,7 +165,7 @@ def train(
         return TrainOutcome(out_dir=out, best_dir=out / BEST, best_epoch=result.state.best_epoch,
                             dev=last_dev[0], test=None, history=result.state.history,
                             stopped_reason=result.stopped_reason, seconds=result.seconds, lineage=lineage,
-                            vocab_stats=vocab_stats)
+                            vocab_stats=vocab_stats, model=model)
 
     best = load_model(out / BEST)
     best_pred = best.predictor(batch_size=config.training.eval_batch_size)
@@ -175,7 +178,7 @@ def train(
                metrics=metrics, lineage=lineage)
     outcome = TrainOutcome(out_dir=out, best_dir=out / BEST, best_epoch=result.state.best_epoch, dev=dev_metrics,
                            test=test_metrics, history=result.state.history, stopped_reason=result.stopped_reason,
-                           seconds=result.seconds, lineage=lineage, vocab_stats=vocab_stats)
+                           seconds=result.seconds, lineage=lineage, vocab_stats=vocab_stats, model=model)
     for cb in callbacks:
         cb.on_end(outcome)
     return outcome

@@ -64,7 +64,7 @@ def test_blank_line_after_rejected_terminator_still_breaks() -> None:
 def test_empty() -> None:
     assert split_sentences("") == []
     assert split_sentences(" \n\n\t") == []
-    assert tokenize_sentences("   ") == []
+    assert tokenize_sentences("   \u200b\ufeff") == []  # zero-width only: a span, but no tokens
 
 
 def test_tokenize_sentences_offsets_and_chunks() -> None:

@@ -1,0 +1,206 @@
+"""Dynamic micro-batching: one background task owns the queue, forms batches, and runs them on the one
+inference thread.
+
+Shape borrowed from text-embeddings-inference's router: handlers only enqueue a ``Job`` and await its
+future; the batcher takes the first waiting job, adds whatever else is already queued while the batch stays
+under ``max_batch_texts`` and ``max_batch_tokens``, and only when the queue is empty waits up to
+``max_wait_ms`` (counted from the first job's arrival) for company.  A request is never split: one bigger
+than a cap runs alone.  Jobs whose future is already done (the client went away) are skipped, never run.
+
+Keras/TF calls are not safe to run on the event loop (they block it for the whole batch), so inference
+runs on a single dedicated thread; batching, not more threads, gives the throughput on 2 cores.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.metrics import ApiMetrics
+from api.model_slot import ModelSlot, ServedModel
+from api.settings import ApiSettings
+from nerservice.errors import ModelNotFoundError, NerServiceError, NotReadyError, OverloadedError
+
+log = logging.getLogger("nerservice.api")
+
+
+@dataclass(eq=False)
+class Job:
+    texts: list[str]
+    tokens: int
+    model: str | None  # what the client asked for, checked against the model that runs the batch
+    future: asyncio.Future[Any]
+    enqueued: float = field(default_factory=time.perf_counter)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    entities: list[list[dict[str, Any]]]
+    model: dict[str, str]
+    queue_s: float
+    inference_s: float
+    batch_texts: int
+
+
+def wrong_model(requested: str, served: ServedModel) -> ModelNotFoundError:
+    return ModelNotFoundError(
+        f"model {requested!r} is not served here; this server serves {served.name} version {served.version}",
+        requested=requested, served=served.identity(),
+        hint=f"omit 'model' or send one of: {served.source.ref!r}, {served.name!r}, "
+        f"'{served.name}/{served.version}'")
+
+
+class Batcher:
+    def __init__(self, slot: ModelSlot, settings: ApiSettings, metrics: ApiMetrics) -> None:
+        self.slot, self.settings, self.metrics = slot, settings, metrics
+        self._queue: asyncio.Queue[Job] = asyncio.Queue(maxsize=settings.max_queue)
+        self._held: Job | None = None  # taken from the queue but did not fit the previous batch
+        self._task: asyncio.Task[None] | None = None
+        self._infer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nerservice-infer")
+        metrics.set_queue_depth_source(lambda: self.depth)
+
+    @property
+    def depth(self) -> int:
+        return self._queue.qsize() + (self._held is not None)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="nerservice-batcher")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        gone = NotReadyError("the server is shutting down")
+        for job in self._drain():
+            if not job.future.done():
+                job.future.set_exception(gone)
+        self._infer_thread.shutdown(wait=True, cancel_futures=True)
+
+    def submit(self, texts: list[str], *, tokens: int, model: str | None) -> Job:
+        """Queue a request (raises at once when no model is ready or the queue is full)."""
+        served = self.slot.require()
+        if model is not None and not served.matches(model):
+            raise wrong_model(model, served)
+        job = Job(texts, tokens, model, asyncio.get_running_loop().create_future())
+        try:
+            self._queue.put_nowait(job)
+        except asyncio.QueueFull:
+            self.metrics.rejected.inc()
+            raise OverloadedError(f"the request queue is full ({self.settings.max_queue} requests waiting)",
+                                  limit="NERSERVICE_API_MAX_QUEUE", max=self.settings.max_queue,
+                                  hint="retry after the Retry-After delay") from None
+        return job
+
+    def _drain(self) -> list[Job]:
+        jobs = [self._held] if self._held is not None else []
+        self._held = None
+        while not self._queue.empty():
+            jobs.append(self._queue.get_nowait())
+        return jobs
+
+    async def _next_job(self, deadline: float | None) -> Job | None:
+        """The held job, else the next queued one; waits until ``deadline`` (None = forever)."""
+        if self._held is not None:
+            job, self._held = self._held, None
+            return job
+        if deadline is None:
+            return await self._queue.get()
+        try:
+            return self._queue.get_nowait()
+        except asyncio.QueueEmpty:
+            pass
+        timeout = deadline - time.perf_counter()
+        if timeout <= 0:
+            return None
+        try:
+            return await asyncio.wait_for(self._queue.get(), timeout)
+        except TimeoutError:
+            return None
+
+    async def _collect(self) -> list[Job]:
+        s = self.settings
+        batch: list[Job] = []
+        texts = tokens = 0
+        deadline: float | None = None
+        while texts < s.max_batch_texts and tokens < s.max_batch_tokens:
+            job = await self._next_job(deadline)
+            if job is None:
+                break
+            if job.future.done():  # client went away while queued
+                self.metrics.abandoned.inc()
+                continue
+            if batch and (texts + len(job.texts) > s.max_batch_texts or tokens + job.tokens > s.max_batch_tokens):
+                self._held = job
+                break
+            batch.append(job)
+            texts, tokens = texts + len(job.texts), tokens + job.tokens
+            if deadline is None:
+                deadline = job.enqueued + s.max_wait_ms / 1000.0
+        return batch
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = await self._collect()
+            if not batch:
+                continue
+            try:
+                served = self.slot.require()  # read once: the whole batch runs on this model
+            except NotReadyError as exc:
+                for job in batch:
+                    if not job.future.done():
+                        job.future.set_exception(exc)
+                continue
+            runnable = []
+            for job in batch:
+                if job.model is not None and not served.matches(job.model):  # a reload happened meanwhile
+                    if not job.future.done():
+                        job.future.set_exception(wrong_model(job.model, served))
+                else:
+                    runnable.append(job)
+            if not runnable:
+                continue
+            await self._infer(loop, served, runnable)
+
+    async def _infer(self, loop: asyncio.AbstractEventLoop, served: ServedModel, batch: list[Job]) -> None:
+        texts = [t for job in batch for t in job.texts]
+        started = time.perf_counter()
+        try:
+            entities = await loop.run_in_executor(self._infer_thread, _extract, served, texts)
+        except asyncio.CancelledError:
+            for job in batch:
+                if not job.future.done():
+                    job.future.set_exception(NotReadyError("the server is shutting down"))
+            raise
+        except Exception as exc:  # noqa: BLE001 — the batcher must survive a failing batch
+            if not isinstance(exc, NerServiceError):
+                log.exception("inference failed on a batch of %d texts", len(texts))
+            for job in batch:
+                if not job.future.done():
+                    job.future.set_exception(exc)
+            return
+        inference_s = time.perf_counter() - started
+        m = self.metrics
+        m.batch_texts.observe(len(texts))
+        m.batch_tokens.observe(sum(job.tokens for job in batch))
+        m.inference.observe(inference_s)
+        identity = served.identity()
+        i = 0
+        for job in batch:
+            n = len(job.texts)
+            queue_s = started - job.enqueued
+            m.queue_wait.observe(queue_s)
+            if not job.future.done():
+                job.future.set_result(JobResult(entities[i:i + n], identity, queue_s, inference_s, len(texts)))
+            i += n
+
+
+def _extract(served: ServedModel, texts: list[str]) -> list[list[dict[str, Any]]]:
+    """On the inference thread: the Extractor, and the conversion to plain dicts (off the event loop)."""
+    return [[e.to_dict() for e in ents] for ents in served.extractor.extract(texts)]

@@ -1,0 +1,75 @@
+"""App factory and lifespan. ``uvicorn api.main:app`` serves ``app``, built from the environment.
+
+Importing this module reads settings only; the model is loaded in the lifespan, in the background, so the
+port opens at once: /healthz answers immediately and /readyz turns 200 when the model is in.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+
+from api.batching import Batcher
+from api.errors import install_error_handlers
+from api.metrics import ApiMetrics, MetricsMiddleware
+from api.model_slot import ModelSlot, ServedModel
+from api.routes import ROUTES, Service, build_router
+from api.settings import ApiSettings, load_settings
+from nerservice import __version__
+
+log = logging.getLogger("nerservice.api")
+
+
+def _ensure_logging() -> None:
+    """Our INFO lines (model loaded / reloaded) show up beside uvicorn's unless the host app configured
+    logging itself. Request texts and tokens are never logged at any level."""
+    logger = logging.getLogger("nerservice")
+    if not logger.handlers and not logging.getLogger().handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
+def create_app(settings: ApiSettings | None = None) -> FastAPI:
+    settings = settings or load_settings()
+    metrics = ApiMetrics(ROUTES)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        def on_swap(old: ServedModel | None, new: ServedModel) -> None:
+            key = lambda m: (m.name, m.version, m.source.kind)  # noqa: E731
+            metrics.set_model(old=key(old) if old else None, new=key(new), loaded_at=new.loaded_at)
+
+        _ensure_logging()
+        slot = ModelSlot(settings.model, settings, on_swap=on_swap)
+        batcher = Batcher(slot, settings, metrics)
+        app.state.service = Service(settings, metrics, slot, batcher)
+        batcher.start()
+        loading = asyncio.create_task(slot.load_initial(), name="nerservice-initial-load")
+        if settings.model is None:
+            log.warning("no model configured: set NERSERVICE_API_MODEL; /readyz answers 503")
+        try:
+            yield
+        finally:
+            loading.cancel()
+            await batcher.stop()
+            slot.close()
+
+    app = FastAPI(title="nerservice", version=__version__, lifespan=lifespan,
+                  description="Biomedical named-entity recognition (Bi-LSTM-CNN-Char-CRF) with dynamic "
+                  "micro-batching. Errors are JSON: {\"error\": {\"code\", \"message\"}}.")
+    install_error_handlers(app, retry_after_s=settings.retry_after_s)
+    app.include_router(build_router(settings))
+    if settings.cors_origins:  # off by default: the page is same-origin and needs no CORS
+        app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
+                           allow_headers=["Content-Type", "Authorization"])
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    return app
+
+
+app = create_app()

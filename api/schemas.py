@@ -1,0 +1,86 @@
+"""Request and response bodies (they also make the OpenAPI schema that clients and schemathesis read)."""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+
+class ExtractRequest(BaseModel):
+    """Send ``texts`` (a list) or ``text`` (one string), not both."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    texts: list[StrictStr] | None = Field(None, description="Texts to tag; each may hold many sentences.")
+    text: StrictStr | None = Field(None, description="A single text (same as texts=[text]).")
+    model: StrictStr | None = Field(None, description="Optional: the model you expect (e.g. 'demo@production' "
+                                    "or 'demo/3'); a request naming another model is refused with NER501.")
+
+
+class EntityOut(BaseModel):
+    start: int = Field(description="Offset of the first character, in Unicode code points of the text")
+    end: int = Field(description="Offset after the last character (text[start:end] == entity text)")
+    label: str
+    text: str
+    score: float = Field(description="Mean CRF marginal probability of the entity's tags (0-1)")
+
+
+class TextResult(BaseModel):
+    entities: list[EntityOut]
+
+
+class ModelIdentity(BaseModel):
+    name: str
+    version: str
+
+
+class Timing(BaseModel):
+    queue_ms: float = Field(description="Waiting for a batch slot")
+    inference_ms: float = Field(description="The model call for the whole batch this request was part of")
+    total_ms: float = Field(description="Handler time, from receiving the body to answering")
+    batch_texts: int = Field(description="Texts in the batch this request ran in")
+
+
+class ExtractResponse(BaseModel):
+    model: ModelIdentity
+    results: list[TextResult] = Field(description="One per input text, in order")
+    timing: Timing
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable code, e.g. NER600 (see nerservice.errors)")
+    message: str
+    hint: str | None = None
+    context: dict[str, Any] | None = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+class ModelsResponse(BaseModel):
+    state: str = Field(description="empty | loading | ready | failed")
+    ref: str | None = Field(description="The configured reference (NERSERVICE_API_MODEL)")
+    model: dict[str, Any] | None = Field(description="The loaded model: name, version, manifest, metrics...")
+    error: ErrorDetail | None = None
+
+
+class ReloadResponse(BaseModel):
+    changed: bool = Field(description="False when the reference still points at the loaded version")
+    previous: ModelIdentity | None
+    current: ModelIdentity
+
+
+class Status(BaseModel):
+    status: str
+    model: ModelIdentity | None = None
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for our error body."""
+    return {s: {"model": ErrorResponse, "description": _REASONS.get(s, "Error")} for s in statuses}
+
+
+_REASONS = {400: "Bad request (code NER600)", 401: "Missing or wrong admin token (NER602)",
+            404: "Unknown model (NER501)", 413: "Over a size limit (NER601)", 429: "Queue full (NER700)",
+            503: "No model loaded yet (NER701)", 500: "Model failed to load"}

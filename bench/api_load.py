@@ -1,0 +1,158 @@
+"""Closed-loop load on the REST service from this separate process, against the in-process Extractor.
+
+    .venv/bin/python bench/api_load.py --model /tmp/api-bench-model \
+        --texts /work/shared/data/corpora/NCBI-disease/test.tsv
+
+For batching on (the defaults) and off (NERSERVICE_API_MAX_BATCH_TEXTS=1), a fresh server is started on a
+free loopback port; for 1-sentence and 10-sentence requests (one text per request, consecutive test
+sentences joined) and each concurrency, C clients each keep exactly one request in flight (closed loop)
+until --requests are answered or --max-seconds pass, after a warm-up of 2*C requests. The baseline is the
+Extractor in its own process with no server running, called on the same texts in chunks of N texts.
+
+Prints one row per cell (throughput, p50/p99 latency, mean batch size seen by the server) and the target
+check: at concurrency 64 with 1-sentence requests, >= 0.7 of in-process throughput with p99 < 150 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.api.client import HttpConnection  # noqa: E402
+from bench.api.server import Server  # noqa: E402
+
+
+def load_texts(path: str, sentences_per_text: int) -> list[str]:
+    from nerservice.data import read_corpus
+
+    sents = [" ".join(s.tokens) for s in read_corpus(path).sentences]
+    k = sentences_per_text
+    return [" ".join(sents[i:i + k]) for i in range(0, len(sents) - k + 1, k)]
+
+
+def percentile(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
+
+
+async def closed_loop(port: int, bodies: list[bytes], *, concurrency: int, requests: int, max_seconds: float,
+                      warmup: int) -> dict[str, float]:
+    conns = [await HttpConnection.open("127.0.0.1", port) for _ in range(concurrency)]
+    raws = [conns[0].encode_post("/v1/extract", b) for b in bodies]
+    latencies: list[float] = []
+    errors = 0
+    issued = 0
+
+    async def worker(conn: HttpConnection, budget: int, deadline: float, record: bool) -> None:
+        nonlocal issued, errors
+        while issued < budget and time.perf_counter() < deadline:
+            raw = raws[issued % len(raws)]  # distinct texts, cycling through the test set
+            issued += 1
+            t0 = time.perf_counter()
+            status, _ = await conn.send(raw)
+            if record:
+                latencies.append(time.perf_counter() - t0)
+                errors += status != 200
+
+    try:
+        await asyncio.gather(*(worker(c, warmup, time.perf_counter() + max_seconds, False) for c in conns))
+        issued = 0
+        start = time.perf_counter()
+        await asyncio.gather(*(worker(c, requests, start + max_seconds, True) for c in conns))
+        elapsed = time.perf_counter() - start
+    finally:
+        for c in conns:
+            await c.close()
+    return {"requests": len(latencies), "errors": errors, "seconds": elapsed, "rps": len(latencies) / elapsed,
+            "p50_ms": percentile(latencies, 0.50) * 1000, "p99_ms": percentile(latencies, 0.99) * 1000}
+
+
+def batch_stats(metrics_text: str) -> tuple[float, float]:
+    total = count = 0.0
+    for line in metrics_text.splitlines():
+        if line.startswith("nerservice_batch_size_texts_sum"):
+            total = float(line.split()[-1])
+        elif line.startswith("nerservice_batch_size_texts_count"):
+            count = float(line.split()[-1])
+    return total, count
+
+
+def in_process(model: str, texts: list[str], chunks: list[int], tmp: Path) -> dict[str, dict[int, float]]:
+    path = tmp / f"texts-{len(texts)}.json"
+    path.write_text(json.dumps(texts), encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "bench.api.inprocess", model, str(path), *map(str, chunks)],
+                         cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, check=True)
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    return {name: {int(k): v for k, v in by_chunk.items()} for name, by_chunk in data.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, help="model folder or store reference")
+    ap.add_argument("--texts", required=True, help="IOB corpus whose sentences are the request texts")
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
+    ap.add_argument("--sentences", type=int, nargs="+", default=[1, 10], help="sentences per request text")
+    ap.add_argument("--batching", nargs="+", default=["on", "off"], choices=["on", "off"])
+    ap.add_argument("--requests", type=int, default=1500, help="measured requests per cell (upper bound)")
+    ap.add_argument("--max-seconds", type=float, default=20.0, help="time bound per cell")
+    ap.add_argument("--json", help="also write all figures to this JSON file")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="api-bench-"))
+    corpus = {k: load_texts(args.texts, k) for k in args.sentences}
+    chunks = sorted(set(args.concurrency) | {256})
+    print(f"texts: {', '.join(f'{len(v)} of {k} sentence(s)' for k, v in corpus.items())}; cores: {os.cpu_count()}")
+    base = {k: in_process(args.model, texts, chunks, tmp) for k, texts in corpus.items()}
+    for k, by_options in base.items():
+        for name, by_chunk in by_options.items():
+            print(f"in-process Extractor ({name} options), {k}-sentence texts: " +
+                  ", ".join(f"chunk {c}: {v:.1f} texts/s" for c, v in sorted(by_chunk.items())))
+
+    rows = []
+    for mode in args.batching:
+        env = {} if mode == "on" else {"NERSERVICE_API_MAX_BATCH_TEXTS": "1"}
+        server = Server(args.model, env=env, log_path=tmp / f"server-{mode}.log")
+        try:
+            server.wait_ready()
+            for k, texts in corpus.items():
+                bodies = [json.dumps({"texts": [t]}).encode() for t in texts]
+                for c in args.concurrency:
+                    before = batch_stats(server.metrics())
+                    r = asyncio.run(closed_loop(server.port, bodies, concurrency=c, requests=args.requests,
+                                                max_seconds=args.max_seconds, warmup=2 * c))
+                    after = batch_stats(server.metrics())
+                    n_batches = after[1] - before[1]
+                    r["mean_batch"] = (after[0] - before[0]) / n_batches if n_batches else 0.0
+                    # Judged against the best in-process figure over all chunk sizes and both option sets.
+                    best = max(v for by_chunk in base[k].values() for v in by_chunk.values())
+                    same = base[k]["server"].get(c, best)
+                    r.update(mode=mode, sentences=k, concurrency=c, vs_best=r["rps"] / best,
+                             vs_same_chunk=r["rps"] / same)
+                    rows.append(r)
+                    print(f"batching {mode:>3} | {k:>2} sent | c={c:>3} | {r['rps']:7.1f} req/s | "
+                          f"p50 {r['p50_ms']:7.1f} ms | p99 {r['p99_ms']:7.1f} ms | batch {r['mean_batch']:5.1f} | "
+                          f"{r['vs_best']:.2f} of best in-process, {r['vs_same_chunk']:.2f} of chunk={c} | "
+                          f"{r['requests']} req, {r['errors']} errors", flush=True)
+        finally:
+            server.stop()
+
+    target = [r for r in rows if r["mode"] == "on" and r["sentences"] == 1 and r["concurrency"] == 64]
+    for r in target:
+        ok = r["vs_best"] >= 0.7 and r["p99_ms"] < 150
+        print(f"target (c=64, 1 sentence, batching on): {r['vs_best']:.2f} of best in-process (>= 0.7), "
+              f"p99 {r['p99_ms']:.0f} ms (< 150): {'MET' if ok else 'NOT MET'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"in_process": base, "rows": rows}, indent=2))
+    return 0 if all(r["errors"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,58 @@
+"""Executor side of batch inference: the API's ``Extractor``, loaded once per executor Python worker.
+
+``mapInPandas`` calls :func:`predict_frames` once per partition; the module-level cache keyed by the
+resolved model path means a Python worker that Spark reuses for the next partition (the default,
+``spark.python.worker.reuse=true``) loads TensorFlow and the model only once.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nerservice.errors import RequestError
+
+OUTPUT_SCHEMA = ("id {id_type}, entities array<struct<start:int,end:int,label:string,text:string,score:double>>, "
+                 "error string")
+
+_EXTRACTORS: dict[str, Any] = {}
+
+
+def extractor_for(model_dir: str, *, loads: Any = None, **options: Any) -> Any:
+    """The cached Extractor for ``model_dir`` (loaded on first use in this process). ``loads`` is an
+    optional Spark accumulator counting real loads, so a job can report how often the cache missed."""
+    key = str(Path(model_dir).resolve())
+    extractor = _EXTRACTORS.get(key)
+    if extractor is None:
+        from nerservice.distributed.threads import limit_tensorflow_threads, task_cpus
+        from nerservice.inference import Extractor
+
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        limit_tensorflow_threads(task_cpus())
+        extractor = _EXTRACTORS[key] = Extractor.load(key, **options)
+        if loads is not None:
+            loads.add(1)
+    return extractor
+
+
+def predict_frames(frames: Iterator[Any], *, model_dir: str, id_col: str, text_col: str,
+                   loads: Any = None, options: dict[str, Any] | None = None) -> Iterator[Any]:
+    """mapInPandas body: (id, text) frames → (id, entities, error) frames. A null or non-string text is
+    reported in ``error`` for its row (code NER600), never silently turned into "no entities"."""
+    import pandas as pd
+
+    extractor = extractor_for(model_dir, loads=loads, **(options or {}))
+    for frame in frames:
+        texts = frame[text_col].tolist()
+        ok = [i for i, t in enumerate(texts) if isinstance(t, str)]
+        found = extractor.extract([texts[i] for i in ok])
+        entities: list[Any] = [None] * len(texts)
+        errors: list[str | None] = [None] * len(texts)
+        for i, ents in zip(ok, found):
+            entities[i] = [e.to_dict() for e in ents]
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                err = RequestError(f"text is {'null' if t is None else type(t).__name__}, expected a string")
+                errors[i] = f"[{err.code}] {err.message}"
+        yield pd.DataFrame({"id": frame[id_col].values, "entities": entities, "error": errors})

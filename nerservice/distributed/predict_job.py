@@ -1,0 +1,96 @@
+"""Driver side of ``spark_jobs/predict.py``: texts (text lines, JSONL, Parquet) → entities with character
+offsets (Parquet or JSONL), through the same ``Extractor`` as the REST API."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+from nerservice.distributed import hadoopfs
+from nerservice.distributed.batch_predict import OUTPUT_SCHEMA, predict_frames
+from nerservice.errors import ConfigError
+
+InputFormat = Literal["auto", "text", "jsonl", "parquet"]
+
+
+@dataclass
+class PredictRequest:
+    inputs: list[str]
+    output: str
+    model: str  # store ref (name@alias, name/3), a model dir, or a training output dir
+    input_format: InputFormat = "auto"
+    output_format: Literal["parquet", "jsonl"] = "parquet"
+    id_col: str = "id"
+    text_col: str = "text"
+    partitions: int | None = None
+    overwrite: bool = False
+    options: dict[str, Any] = field(default_factory=dict)  # Extractor options (batch_size, token_budget, ...)
+
+
+def detect_format(paths: list[str]) -> str:
+    first = paths[0].rstrip("/").lower()
+    if first.endswith((".jsonl", ".json", ".ndjson")):
+        return "jsonl"
+    if first.endswith(".parquet") or "." not in first.rsplit("/", 1)[-1]:
+        return "parquet"  # Spark writes Parquet as directories without an extension
+    return "text"
+
+
+def read_texts(spark: Any, req: PredictRequest) -> tuple[Any, str]:
+    """A DataFrame with columns (id, text); returns it and the Spark type of ``id``.
+    Text files: one text per line, id = the line's 0-based index over the input in Spark's read order."""
+    fmt = detect_format(req.inputs) if req.input_format == "auto" else req.input_format
+    if fmt == "text":
+        lines = spark.read.text(req.inputs).rdd.zipWithIndex().map(lambda p: (p[1], p[0]["value"]))
+        return spark.createDataFrame(lines, "id long, text string"), "long"
+    df = spark.read.json(req.inputs) if fmt == "jsonl" else spark.read.parquet(*req.inputs)
+    missing = [c for c in (req.id_col, req.text_col) if c not in df.columns]
+    if missing:
+        raise ConfigError(f"input has no column(s) {missing}; it has {df.columns}",
+                          hint="pass --id-col / --text-col naming the id and text columns")
+    id_type = df.schema[req.id_col].dataType.simpleString()
+    return df.select(df[req.id_col].alias("id"), df[req.text_col].cast("string").alias("text")), id_type
+
+
+def resolve_model(ref: str) -> Path:
+    """On the driver, once: a store ref becomes one concrete verified version, so every executor serves
+    the same model even if the alias moves during the job."""
+    from nerservice.cli.common import resolve_model_dir
+    from nerservice.saved_model import verify_manifest
+
+    path = resolve_model_dir(ref).resolve()
+    verify_manifest(path)
+    return path
+
+
+def run_predict(spark: Any, req: PredictRequest) -> dict[str, Any]:
+    started = time.perf_counter()
+    if hadoopfs.exists(spark, req.output):
+        if not req.overwrite:
+            raise ConfigError(f"output {req.output} exists", hint="pass --overwrite to replace it")
+        hadoopfs.delete(spark, req.output)
+    model_dir = resolve_model(req.model)
+    texts, id_type = read_texts(spark, req)
+    if req.partitions:
+        texts = texts.repartition(req.partitions)
+    sc = spark.sparkContext
+    loads = sc.accumulator(0)
+    fn = partial(predict_frames, model_dir=str(model_dir), id_col="id", text_col="text", loads=loads,
+                 options=req.options)
+    result = texts.mapInPandas(fn, OUTPUT_SCHEMA.format(id_type=id_type))
+    writer = result.write
+    (writer.parquet if req.output_format == "parquet" else writer.json)(req.output)
+    written = spark.read.parquet(req.output) if req.output_format == "parquet" else spark.read.json(req.output)
+    counts = written.selectExpr("count(*) as texts", "sum(if(entities is null, 0, size(entities))) as entities",
+                                "count(error) as errors").first()
+    summary = {
+        "model": req.model, "model_dir": str(model_dir), "inputs": req.inputs, "output": req.output,
+        "texts": int(counts["texts"]), "entities": int(counts["entities"] or 0), "errors": int(counts["errors"]),
+        "partitions": texts.rdd.getNumPartitions(), "extractor_loads": int(loads.value),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+    print(json.dumps(summary), flush=True)
+    return summary

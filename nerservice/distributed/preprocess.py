@@ -1,0 +1,86 @@
+"""Executor-side preprocessing: one whole corpus file's bytes → sentence rows, quarantine rows and a
+per-file report.  Whole files (``sc.binaryFiles``) because format and tag-scheme detection and sentence
+boundaries need the file, and the core's lenient parser then accounts for every sentence block:
+
+    blocks in the file = kept sentences + quarantined sentences
+
+A file that cannot be parsed at all (empty, only ``-DOCSTART-``) yields one quarantine row of kind
+``file`` and no blocks, so the equation above still holds and nothing disappears without a record.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nerservice.data import parse_bytes
+from nerservice.distributed.splits import assign_split
+from nerservice.errors import NerServiceError
+
+SENTENCE_SCHEMA = "split string, tokens array<string>, tags array<string>, file string, line int"
+QUARANTINE_SCHEMA = "file string, line int, reason string, kind string, role string"
+
+
+@dataclass
+class FileResult:
+    """What one file produced. ``report`` is a small JSON-able summary collected on the driver."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def display_path(uri: str) -> str:
+    """Spark's ``file:/x/y.tsv`` → ``/x/y.tsv`` (what a person opens); other schemes stay URIs."""
+    if uri.startswith("file://"):
+        return uri[len("file://"):]
+    if uri.startswith("file:"):
+        return uri[len("file:"):]
+    return uri
+
+
+def parse_file(role: str, uri: str, data: bytes, *, fmt: str = "auto", scheme: str = "auto",
+               ratios: Sequence[float] | None = None, seed: int = 42) -> FileResult:
+    """Parse one file given as ``role`` (train/dev/test). With ``ratios`` (only for role ``train`` when no
+    dev/test files were given) each sentence's split comes from :func:`assign_split`."""
+    path = display_path(uri)
+    try:
+        corpus = parse_bytes(bytes(data), source=path, fmt=fmt, scheme=scheme, lenient=True)  # type: ignore[arg-type]
+    except NerServiceError as exc:
+        line = int(exc.context.get("line", 0) or 0)
+        reason = f"[{exc.code}] {exc.message}"
+        return FileResult(rejected=[{"file": path, "line": line, "reason": reason, "kind": "file", "role": role}],
+                          report={"file": path, "role": role, "blocks": 0, "sentences": 0, "rejected": 0,
+                                  "file_error": reason, "repaired": 0, "warnings": [], "scheme": "", "format": ""})
+    report = corpus.report
+    rows = []
+    for s in corpus.sentences:
+        split = assign_split(s.tokens, s.tags, ratios=ratios, seed=seed) if ratios else role
+        rows.append({"split": split, "tokens": list(s.tokens), "tags": list(s.tags), "file": s.file, "line": s.line})
+    rejected = [{"file": k.file, "line": k.line, "reason": k.reason, "kind": "sentence", "role": role}
+                for k in report.skipped]
+    return FileResult(rows=rows, rejected=rejected, report={
+        "file": path, "role": role, "blocks": report.total_sentences, "sentences": report.sentences,
+        "rejected": len(report.skipped), "file_error": None, "repaired": report.repaired,
+        "warnings": list(report.warnings), "scheme": report.scheme, "format": report.format,
+    })
+
+
+def account(reports: list[dict[str, Any]], split_counts: dict[str, int], quarantined: int) -> dict[str, Any]:
+    """The bookkeeping section of stats.json, and a check that every count adds up."""
+    blocks = sum(r["blocks"] for r in reports)
+    kept = sum(r["sentences"] for r in reports)
+    rejected = sum(r["rejected"] for r in reports)
+    file_errors = [r for r in reports if r["file_error"]]
+    written = sum(split_counts.values())
+    return {
+        "files": len(reports),
+        "files_rejected": len(file_errors),
+        "sentence_blocks": blocks,
+        "sentences_kept": kept,
+        "sentences_rejected": rejected,
+        "sentences_written": written,
+        "quarantine_rows": quarantined,
+        "repaired_tags": sum(r["repaired"] for r in reports),
+        "adds_up": blocks == kept + rejected and kept == written and quarantined == rejected + len(file_errors),
+    }

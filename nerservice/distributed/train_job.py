@@ -1,0 +1,114 @@
+"""Driver side of ``spark_jobs/train.py``: preprocessed Parquet → one barrier stage of N workers.
+
+The driver reads the splits with Spark (any filesystem Spark reads), orders them by (file, line) so every
+worker — and a single-process run on the same files — sees the same sentence order, and ships them to the
+executors as a broadcast.  Training itself happens only on the executors.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from nerservice.config import NerConfig
+from nerservice.distributed import hadoopfs
+from nerservice.distributed.faults import KillPlan
+from nerservice.distributed.worker import Row, TrainSpec, barrier_task, read_attempts
+from nerservice.errors import ConfigError, CorpusError, DistributedError
+
+# Applied unless spark-submit sets them (session.get_session).
+TRAIN_DEFAULTS = {
+    # A fresh Python process per training task: TF's collective runtime is configured once per process,
+    # and a retried stage must not land in a worker that still holds the dead attempt's strategy.
+    "spark.python.worker.reuse": "false",
+    # Barrier stages wait for N free slots; fail within ~2 min instead of Spark's default ~10 min.
+    "spark.scheduler.barrier.maxConcurrentTasksCheck.interval": "5s",
+    "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures": "24",
+}
+SPLITS = ("train", "dev", "test")
+
+
+def local_out_dir(out: str) -> Path:
+    """The core trainer writes with ordinary file I/O: ``out`` must be a POSIX path all executors see
+    (local disk on one machine, NFS/EFS/Lustre on a cluster), not an hdfs:// or s3a:// URI."""
+    if out.startswith("file:"):
+        out = out[len("file://"):] if out.startswith("file://") else out[len("file:"):]
+    elif "://" in out:
+        raise ConfigError(f"--out {out!r}: training output must be a shared POSIX path",
+                          hint="mount the shared storage (NFS, EFS, ...) on every executor and pass its path")
+    return Path(out).resolve()
+
+
+def read_splits(spark: Any, data_dir: str) -> dict[str, list[Row]]:
+    """Sentences per split, sorted by (file, line): the order ``read_corpus`` gives for the same files."""
+    out: dict[str, list[Row]] = {}
+    for name in SPLITS:
+        uri = hadoopfs.join(data_dir, name)
+        if not hadoopfs.exists(spark, uri):
+            continue
+        rows = spark.read.parquet(uri).select("tokens", "tags", "file", "line").collect()
+        out[name] = sorted(((list(r["tokens"]), list(r["tags"]), r["file"], int(r["line"])) for r in rows),
+                           key=lambda r: (r[2], r[3]))
+    for name in ("train", "dev"):
+        if not out.get(name):
+            raise CorpusError(f"no {name} sentences under {data_dir}/{name}",
+                              hint="run spark_jobs/preprocess.py first and pass its --out as --data")
+    return out
+
+
+def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config: NerConfig,
+                 embeddings: str | None = None, register: str | None = None, promote: str | None = None,
+                 resume: bool = True, collective_timeout_s: float = 600.0, kill: KillPlan | None = None) -> dict[str, Any]:
+    if world < 1:
+        raise ConfigError(f"--workers {world}: need at least 1")
+    if promote and not register:
+        raise ConfigError("--promote needs --register NAME")
+    if kill is not None and kill.rank >= world:
+        raise ConfigError(f"fault rank {kill.rank} does not exist with {world} workers")
+    started = time.perf_counter()
+    sc = spark.sparkContext
+    out = local_out_dir(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = read_splits(spark, data_dir)
+    shipped = False
+    if embeddings and Path(embeddings).is_file():
+        sc.addFile(str(Path(embeddings).resolve()))  # executors fetch it; no shared path needed
+        shipped = True
+    spec = TrainSpec(config=config.model_dump(mode="json"), out_dir=str(out), world=world, embeddings=embeddings,
+                     embeddings_shipped=shipped, register=register, promote=promote, resume=resume,
+                     collective_timeout_s=collective_timeout_s, kill=kill,
+                     sources={"data": data_dir, "embeddings": embeddings, "workers": world})
+    broadcast = sc.broadcast(data)
+    try:
+        results = [json.loads(r) for r in sc.parallelize(range(world), world).barrier()
+                   .mapPartitions(barrier_task(spec, broadcast)).collect()]
+    finally:
+        broadcast.destroy()
+    summary = summarize(results, data=data, seconds=time.perf_counter() - started)
+    # Every start of the stage in this output folder (earlier jobs included); a retry adds a line.
+    summary["attempts"] = read_attempts(out)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    if not summary["weights_identical"]:
+        raise DistributedError(f"workers ended with different weights: {summary['weights_digests']}")
+    return summary
+
+
+def summarize(results: list[dict[str, Any]], *, data: dict[str, list[Row]], seconds: float) -> dict[str, Any]:
+    results = sorted(results, key=lambda r: r["rank"])
+    chief = results[0]
+    digests = [r["weights_digest"] for r in results]
+    workers = [{k: r[k] for k in ("rank", "host", "hostname", "port", "pid", "cuda_visible_devices", "weights_digest",
+                                  "shard_epoch1", "loop_seconds", "stage_id", "task_attempt_id")} for r in results]
+    summary = {k: v for k, v in chief.items() if k not in workers[0]}
+    train_tokens = sum(len(r[0]) for r in data["train"])
+    summary.update(
+        workers=workers, world=len(results), weights_digests=digests,
+        weights_identical=len(set(digests)) == 1, resumed_from_epoch=chief["resumed_from_epoch"],
+        data={name: {"sentences": len(rows), "tokens": sum(len(r[0]) for r in rows)} for name, rows in data.items()},
+        seconds=round(seconds, 3),
+        # Whole-job throughput: training tokens × epochs run in this job / wall time including startup.
+        job_tokens_per_s=round(train_tokens * max(chief["epochs_completed"] - chief["resumed_from_epoch"], 0)
+                               / max(seconds, 1e-9), 1),
+    )
+    return summary

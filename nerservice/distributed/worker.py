@@ -1,0 +1,188 @@
+"""The per-worker training task that runs inside one barrier-stage task.
+
+Order matters (FACTS.md): rendezvous → ``TF_CONFIG`` and ``CUDA_VISIBLE_DEVICES`` set → *then*
+TensorFlow imported → thread pools sized → ``MultiWorkerMirroredStrategy`` (RING, collective timeout)
+created once per process → the core ``train(...)`` with this worker's rank and the world size.
+Every worker returns a JSON result with a digest of its final weights; rank 0 adds the summary.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nerservice.data import Sentence
+from nerservice.distributed.environ import scoped_environ
+from nerservice.distributed.faults import KillPlan, arm, checkpoint_epoch
+from nerservice.distributed.gpu import gpu_env
+from nerservice.distributed.rendezvous import agree, rendezvous, tf_config
+from nerservice.distributed.shards import shard_of_epoch
+from nerservice.errors import DistributedError, PromotionRefusedError
+
+ATTEMPTS = "attempts.jsonl"
+_STRATEGY_CREATED = False  # TF's collective runtime can be configured once per process
+
+
+@dataclass(frozen=True)
+class TrainSpec:
+    """Everything a worker needs besides the data (plain values: it is pickled into the task)."""
+
+    config: dict[str, Any]
+    out_dir: str  # shared storage every executor sees (rank 0 writes, all read checkpoints)
+    world: int
+    embeddings: str | None = None
+    embeddings_shipped: bool = False  # added with SparkContext.addFile: resolve with SparkFiles.get
+    register: str | None = None
+    promote: str | None = None
+    resume: bool = True
+    collective_timeout_s: float = 600.0
+    sources: dict[str, Any] = field(default_factory=dict)
+    kill: KillPlan | None = None
+
+
+Row = tuple[list[str], list[str], str, int]  # tokens, tags, file, line
+
+
+def sentences_from_rows(rows: list[Row]) -> list[Sentence]:
+    return [Sentence(tuple(tokens), tuple(tags), file, int(line)) for tokens, tags, file, line in rows]
+
+
+def weights_digest(model: Any) -> str:
+    """sha256 over every weight's shape, dtype and bytes, in model order."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    for w in model.get_weights():
+        a = np.ascontiguousarray(np.asarray(w))
+        h.update(f"{a.shape}{a.dtype}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def record_attempt(out: Path, record: dict[str, Any]) -> None:
+    """Append one line per start of the barrier stage to OUT/attempts.jsonl: a retried stage shows up
+    as a second line, with the epoch it resumed from."""
+    import time
+
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ATTEMPTS, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"time": round(time.time(), 3), **record}) + "\n")
+
+
+def read_attempts(out: Path) -> list[dict[str, Any]]:
+    try:
+        return [json.loads(line) for line in (out / ATTEMPTS).read_text(encoding="utf-8").splitlines() if line]
+    except OSError:
+        return []
+
+
+def barrier_task(spec: TrainSpec, data: Any) -> Any:
+    """The function for ``rdd.barrier().mapPartitions``; ``data`` is a Broadcast of the splits."""
+
+    def task(_: Any) -> Any:
+        from pyspark import BarrierTaskContext
+
+        yield json.dumps(run_worker(spec, data.value, BarrierTaskContext.get()))
+
+    return task
+
+
+def run_worker(spec: TrainSpec, data: dict[str, list[Row]], context: Any) -> dict[str, Any]:
+    rank, peers = rendezvous(context, world=spec.world)
+    out = Path(spec.out_dir)
+    resumed_from = agree(context, checkpoint_epoch(out / "checkpoint") if spec.resume else 0,
+                         what="the checkpoint epoch to resume from")
+    if rank == 0:
+        record_attempt(out, {"task_attempt_id": int(context.taskAttemptId()), "world": spec.world,
+                             "resumed_from_epoch": resumed_from, "peers": [p.address for p in peers]})
+    env: dict[str, str | None] = {"TF_CONFIG": tf_config(peers, rank) if spec.world > 1 else None}
+    env.update(gpu_env(context.resources()))
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    with scoped_environ(env):
+        result = _train(spec, data, rank=rank, context=context)
+    context.barrier()  # finish together: a rank that fails after training still fails the whole stage
+    result.update(rank=rank, world=spec.world, host=peers[rank].host, port=peers[rank].port, pid=os.getpid(),
+                  hostname=socket.gethostname(), resumed_from_epoch=resumed_from,
+                  cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+                  stage_id=int(context.stageId()), task_attempt_id=int(context.taskAttemptId()))
+    return result
+
+
+def _strategy(spec: TrainSpec) -> Any:
+    global _STRATEGY_CREATED
+    if spec.world == 1:
+        return None  # exactly the single-process path of the core
+    if _STRATEGY_CREATED:
+        raise DistributedError("this Python worker already created a multi-worker strategy",
+                               hint="set spark.python.worker.reuse=false for training jobs (train.py does)")
+    import tensorflow as tf
+
+    comm = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+        timeout_seconds=spec.collective_timeout_s)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=comm)
+    _STRATEGY_CREATED = True
+    return strategy
+
+
+def _train(spec: TrainSpec, data: dict[str, list[Row]], *, rank: int, context: Any) -> dict[str, Any]:
+    if spec.world > 1 and "tensorflow" in sys.modules and not _STRATEGY_CREATED:
+        print("warning: TensorFlow was imported before TF_CONFIG was set in this worker", file=sys.stderr)
+    from nerservice.config import NerConfig
+    from nerservice.distributed.threads import limit_tensorflow_threads, task_cpus
+    from nerservice.training.trainer import train
+
+    limit_tensorflow_threads(task_cpus())
+    strategy = _strategy(spec)
+    config = NerConfig.from_dict(spec.config)
+    train_s = sentences_from_rows(data["train"])
+    dev_s = sentences_from_rows(data["dev"])
+    test_s = sentences_from_rows(data["test"]) if data.get("test") else None
+    embeddings = spec.embeddings
+    if embeddings and spec.embeddings_shipped:
+        from pyspark import SparkFiles
+
+        embeddings = SparkFiles.get(Path(embeddings).name)
+    chief = rank == 0
+    store_cb = None
+    if chief and spec.register:
+        from nerservice.store import ModelStore, StoreCallback
+
+        store_cb = StoreCallback(ModelStore.from_env(), name=spec.register, config=config)
+    armed = arm(spec.kill, rank=rank, out_dir=Path(spec.out_dir))
+    outcome = train(config, train_data=train_s, dev_data=dev_s, test_data=test_s, embeddings=embeddings,
+                    out_dir=spec.out_dir, sources=spec.sources, callbacks=[store_cb] if store_cb else [],
+                    resume=spec.resume, progress=chief, strategy=strategy, rank=rank, world=spec.world)
+    lengths = [len(s.tokens) for s in train_s]
+    result: dict[str, Any] = {
+        "weights_digest": weights_digest(outcome.model),
+        "shard_epoch1": shard_of_epoch(lengths, config, epoch=0, rank=rank, world=spec.world),
+        "epochs_completed": len(outcome.history), "stopped_reason": outcome.stopped_reason,
+        "loop_seconds": round(outcome.seconds, 3), "fault_armed": armed,
+    }
+    if chief:
+        result.update(_chief_summary(spec, outcome, store_cb))
+    return result
+
+
+def _chief_summary(spec: TrainSpec, outcome: Any, store_cb: Any) -> dict[str, Any]:
+    history = outcome.history
+    summary: dict[str, Any] = {
+        "model_dir": str(outcome.best_dir), "best_epoch": outcome.best_epoch, "dev": outcome.dev,
+        "test": outcome.test, "history": history, "vocab": outcome.vocab_stats,
+        "train_tokens_per_s": (sum(h["train_tokens_per_s"] for h in history) / len(history)) if history else 0.0,
+    }
+    if store_cb is not None:
+        summary["registered"] = {"name": spec.register, "version": store_cb.version, "run_id": store_cb.run_id}
+        if spec.promote and store_cb.version is not None:
+            try:
+                moved = store_cb.store.promote(spec.register, store_cb.version, alias=spec.promote, if_better="dev_f1")
+                summary["promoted"] = {"alias": spec.promote, "done": True, "changed": moved}
+            except PromotionRefusedError as exc:
+                summary["promoted"] = {"alias": spec.promote, "done": False, "reason": exc.message}
+    return summary

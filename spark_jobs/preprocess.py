@@ -1,0 +1,58 @@
+"""spark-submit spark_jobs/preprocess.py --train 'data/train*.tsv' --dev data/dev.tsv --out prep/
+
+Corpus files or globs on any Spark filesystem → Parquet sentences per split, stats.json and a quarantine
+of every rejected sentence (file, line, reason); optionally word2vec vectors trained with MLlib.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from nerservice.distributed.session import run_main
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="preprocess.py", description=__doc__.split("\n\n")[1])
+    p.add_argument("--train", nargs="+", required=True, help="training corpus files/globs")
+    p.add_argument("--dev", nargs="+", default=[], help="dev corpus files/globs")
+    p.add_argument("--test", nargs="+", default=[], help="test corpus files/globs")
+    p.add_argument("--split", help="TRAIN,DEV[,TEST] ratios dividing the --train inputs by a seeded content "
+                   "hash (when the corpus has no dev/test files), e.g. 0.8,0.1,0.1")
+    p.add_argument("--seed", type=int, default=42, help="seed of --split and word2vec")
+    p.add_argument("--out", required=True, help="output folder (any Spark filesystem)")
+    p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    p.add_argument("--format", dest="fmt", default="auto", choices=["auto", "tsv", "conll"])
+    p.add_argument("--scheme", default="auto", choices=["auto", "iob1", "iob2", "iobes"])
+    p.add_argument("--word2vec", type=int, metavar="DIM", help="also train DIM-dimensional word2vec vectors "
+                   "(Spark MLlib) on all tokens and write OUT/word2vec.txt")
+    p.add_argument("--unlabeled", nargs="+", default=[], help="with --word2vec: extra raw text files (one "
+                   "text per line), tokenized like the API tokenizes")
+    p.add_argument("--w2v-min-count", type=int, default=2)
+    p.add_argument("--w2v-window", type=int, default=5)
+    p.add_argument("--w2v-iterations", type=int, default=5)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    from nerservice.distributed.preprocess_job import PreprocessRequest, run_preprocess
+    from nerservice.distributed.session import get_session
+    from nerservice.distributed.word2vec import Word2VecOptions
+
+    w2v = (Word2VecOptions(dim=args.word2vec, min_count=args.w2v_min_count, window=args.w2v_window,
+                           iterations=args.w2v_iterations, seed=args.seed) if args.word2vec else None)
+    req = PreprocessRequest(out=args.out, train=args.train, dev=args.dev, test=args.test, split=args.split,
+                            seed=args.seed, fmt=args.fmt, scheme=args.scheme, overwrite=args.overwrite,
+                            word2vec=w2v, unlabeled=args.unlabeled)
+    spark = get_session("nerservice-preprocess")
+    try:
+        stats = run_preprocess(spark, req)
+    finally:
+        spark.stop()
+    print(json.dumps({"accounting": stats["accounting"], "splits": {k: {"sentences": v["sentences"], "tokens":
+          v["tokens"], "entities": v["entities"]} for k, v in stats["splits"].items()},
+          "seconds": stats["seconds"], "tokens_per_s": stats["tokens_per_s"]}, indent=2), flush=True)
+
+
+if __name__ == "__main__":
+    run_main(main)

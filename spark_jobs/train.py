@@ -1,0 +1,57 @@
+"""spark-submit spark_jobs/train.py --data prep/ --out /shared/run1 --workers 2 [--register NAME]
+
+Synchronous data-parallel training on the executors: one barrier stage of --workers tasks, each a
+TensorFlow MultiWorkerMirroredStrategy worker running the core training loop. Rank 0 evaluates, checkpoints
+to --out (shared storage), and with --register logs to the model store and registers the best model.
+A retried stage resumes from the last checkpoint. Prints the summary JSON (also --out/summary.json).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from nerservice.distributed.session import run_main
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="train.py", description=__doc__.split("\n\n")[1])
+    p.add_argument("--data", required=True, help="output folder of preprocess.py (train/, dev/, test/)")
+    p.add_argument("--out", required=True, help="training output: a POSIX path every executor sees")
+    p.add_argument("--workers", type=int, default=1, help="barrier tasks = training processes (default 1)")
+    p.add_argument("--config", help="config JSON")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
+    p.add_argument("--embeddings", help="pretrained vectors file (shipped to executors) or 'glove-6b-50d'")
+    p.add_argument("--register", metavar="NAME", help="register the best model in the model store as NAME")
+    p.add_argument("--promote", metavar="ALIAS", help="with --register: move ALIAS (e.g. production) to the "
+                   "new version unless its dev F1 is worse than the current holder's")
+    p.add_argument("--no-resume", action="store_true", help="ignore an existing --out/checkpoint")
+    p.add_argument("--collective-timeout", type=float, default=600.0, metavar="S",
+                   help="seconds a worker waits for its peers in one all-reduce before failing the stage")
+    p.add_argument("--inject-kill", metavar="RANK:EPOCH",
+                   help="testing aid: SIGKILL RANK's training process once, after epoch EPOCH is checkpointed")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    from nerservice.config import NerConfig
+    from nerservice.distributed.faults import KillPlan
+    from nerservice.distributed.session import get_session
+    from nerservice.distributed.train_job import TRAIN_DEFAULTS, run_training
+
+    config = NerConfig.load(args.config) if args.config else NerConfig()
+    if args.set:
+        config = config.with_overrides(args.set)
+    kill = KillPlan.parse(args.inject_kill) if args.inject_kill else None
+    spark = get_session("nerservice-train", defaults=TRAIN_DEFAULTS)
+    try:
+        summary = run_training(spark, data_dir=args.data, out_dir=args.out, world=args.workers, config=config,
+                               embeddings=args.embeddings, register=args.register, promote=args.promote,
+                               resume=not args.no_resume, collective_timeout_s=args.collective_timeout, kill=kill)
+    finally:
+        spark.stop()
+    print(json.dumps(summary, indent=2), flush=True)
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,158 @@
+"""The three spark-submit jobs on a real standalone cluster (2 workers): preprocess with quarantine,
+2-worker synchronous training (identical weights, GPU pinning, model store), batch inference equal to the
+in-process Extractor, and a worker killed mid-training that the retried barrier stage recovers from."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import TINY_OVERRIDES  # tests/conftest.py
+
+from .job_helpers import check, last_json
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+MODEL_NAME = "spark-demo"
+
+
+def overrides(**extra: object) -> list[str]:
+    args: list[str] = []
+    for key, value in {**TINY_OVERRIDES, **extra}.items():
+        args += ["--set", f"{key}={json.dumps(value)}"]
+    return args
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("store")
+
+
+@pytest.fixture(scope="module")
+def prepared(spark_cluster, bad_corpus, tmp_path_factory):  # noqa: ANN001
+    out = tmp_path_factory.mktemp("prep") / "prep"
+    p = bad_corpus["paths"]
+    proc = spark_cluster.submit(
+        "spark_jobs/preprocess.py", "--train", str(p["train"]), str(bad_corpus["empty"]), "--dev", str(p["dev"]),
+        "--test", str(p["test"]), "--out", str(out), "--word2vec", "8", timeout=240)
+    check(proc, "preprocess")
+    return out, proc
+
+
+def test_preprocess_quarantines_bad_lines_and_counts_add_up(prepared, bad_corpus) -> None:  # noqa: ANN001
+    import pandas as pd
+
+    from nerservice.embeddings import load_vectors
+
+    out, _ = prepared
+    stats = json.loads((out / "stats.json").read_text())
+    quarantine = pd.concat([pd.read_json(f, lines=True) for f in sorted((out / "quarantine").glob("*.json"))
+                            if f.stat().st_size])
+    train_file = str(bad_corpus["paths"]["train"])
+    rejected = quarantine[quarantine.kind == "sentence"]
+    assert sorted(zip(rejected.file, rejected.line)) == [(train_file, n) for n in bad_corpus["broken_lines"]]
+    assert any("3 tab-separated column" in r for r in rejected.reason)
+    assert any("invalid tag 'B-'" in r for r in rejected.reason)
+    files = quarantine[quarantine.kind == "file"]
+    assert list(files.file) == [str(bad_corpus["empty"])] and "NER203" in files.reason.iloc[0]
+
+    written = {s: len(pd.read_parquet(out / s)) for s in ("train", "dev", "test")}
+    assert written == {"train": 398, "dev": 80, "test": 80}
+    acc = stats["accounting"]
+    assert acc["sentence_blocks"] == bad_corpus["blocks"] == sum(written.values()) + len(rejected)
+    assert acc["adds_up"] and acc["sentences_rejected"] == 2 and acc["files_rejected"] == 1
+    train = pd.read_parquet(out / "train")
+    assert stats["splits"]["train"]["tokens"] == int(train.tokens.map(len).sum())
+    assert sum(stats["splits"]["train"]["length_histogram"].values()) == 398
+    assert set(stats["splits"]["train"]["entities"]) == {"Chemical", "Disease"}
+    assert (train.file == train_file).all() and train.line.min() >= 1
+    vectors = load_vectors(out / "word2vec.txt", progress=False)
+    assert vectors.dim == 8 and "cisplatin" in vectors.words and stats["word2vec"]["words"] == len(vectors.words)
+
+
+@pytest.fixture(scope="module")
+def trained(spark_cluster, prepared, store_dir, tmp_path_factory):  # noqa: ANN001
+
+    out = tmp_path_factory.mktemp("run") / "two-workers"
+    proc = spark_cluster.submit(
+        "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2",
+        "--register", MODEL_NAME, "--promote", "production", *overrides(**{"training.epochs": 5}),
+        conf={"spark.executor.resource.gpu.amount": "1", "spark.task.resource.gpu.amount": "1"},
+        env={"NERSERVICE_STORE_DIR": str(store_dir)}, timeout=300)
+    check(proc, "train")
+    return out, last_json(proc.stdout)
+
+
+def test_two_workers_train_identical_weights_pinned_and_registered(trained, store_dir) -> None:  # noqa: ANN001
+    from nerservice.saved_model import verify_manifest
+    from nerservice.store import ModelStore
+
+    out, summary = trained
+    assert json.loads((out / "summary.json").read_text()) == summary
+    workers = summary["workers"]
+    assert [w["rank"] for w in workers] == [0, 1] and len({w["pid"] for w in workers}) == 2
+    assert workers[0]["weights_digest"] == workers[1]["weights_digest"] and summary["weights_identical"]
+    # Each task pinned to the fake GPU its worker advertised (a different one per worker).
+    assert sorted(w["cuda_visible_devices"] for w in workers) == ["0", "1"]
+    # The shards partition every global batch: together they are the whole epoch.
+    shards = [w["shard_epoch1"] for w in workers]
+    assert shards[0]["global_sentences"] == sum(s["sentences"] for s in shards) == 398
+    assert summary["epochs_completed"] == 5 and summary["resumed_from_epoch"] == 0
+    assert summary["dev"]["micro"]["f1"] > 0.8
+    assert summary["registered"]["name"] == MODEL_NAME and summary["registered"]["version"] == 1
+    assert summary["promoted"]["done"]
+    resolved = ModelStore.embedded(store_dir).resolve(f"{MODEL_NAME}@production")
+    assert verify_manifest(resolved)["files"] == verify_manifest(out / "model-best")["files"]
+
+
+def test_predict_equals_in_process_extractor(spark_cluster, trained, store_dir, tmp_path) -> None:  # noqa: ANN001
+    import pandas as pd
+
+    from nerservice.inference import Extractor
+
+    texts = ["Patients with breast cancer were treated with cisplatin .",
+             "No cases of asthma were reported. Lithium - induced renal failure was seen in 3 rats.",
+             "", "The association between leukemia and melanoma remains unclear.",
+             "A 45-year-old woman with hepatitis developed seizures after receiving ketamine."] * 4
+    src = tmp_path / "texts.jsonl"
+    src.write_text("".join(json.dumps({"doc": f"d{i}", "body": t}) + "\n" for i, t in enumerate(texts)))
+    out = tmp_path / "preds"
+    proc = spark_cluster.submit(
+        "spark_jobs/predict.py", "--model", f"{MODEL_NAME}@production", "--input", str(src), "--id-col", "doc",
+        "--text-col", "body", "--output", str(out), "--partitions", "6",
+        env={"NERSERVICE_STORE_DIR": str(store_dir)}, timeout=240)
+    check(proc, "predict")
+    summary = last_json(proc.stdout)
+    assert summary["texts"] == len(texts) and summary["errors"] == 0
+    # Loaded once per executor Python worker, not once per partition.
+    assert 1 <= summary["extractor_loads"] < summary["partitions"] == 6
+
+    got = pd.read_parquet(out).set_index("id")
+    expected = Extractor.load(trained[0] / "model-best").extract(texts)
+    assert sum(len(e) for e in expected) == summary["entities"] > 0
+    for i, ents in enumerate(expected):
+        row = [dict(e) for e in got.loc[f"d{i}", "entities"]]
+        assert [(e["start"], e["end"], e["label"], e["text"]) for e in row] == \
+               [(e.start, e.end, e.label, e.text) for e in ents]
+        assert all(abs(a["score"] - b.score) < 1e-5 for a, b in zip(row, ents))
+
+
+def test_killed_worker_resumes_from_checkpoint(spark_cluster, prepared, tmp_path) -> None:  # noqa: ANN001
+    from nerservice.distributed.faults import MARKER
+
+    out = tmp_path / "fault-run"
+    proc = spark_cluster.submit(
+        "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2",
+        "--inject-kill", "1:2", "--collective-timeout", "120", *overrides(**{"training.epochs": 4}), timeout=420)
+    check(proc, "train with a killed worker")
+    summary = last_json(proc.stdout)
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["rank"] == 1 and marker["after_epoch"] == 2
+    attempts = summary["attempts"]
+    assert len(attempts) == 2, attempts  # the barrier stage ran twice
+    assert attempts[0]["resumed_from_epoch"] == 0
+    assert attempts[1]["resumed_from_epoch"] >= 2  # resumed from a checkpoint, not from epoch 0
+    assert summary["resumed_from_epoch"] == attempts[1]["resumed_from_epoch"]
+    assert marker["pid"] not in {w["pid"] for w in summary["workers"]}  # the survivor is a new process
+    assert [h["epoch"] for h in summary["history"]] == [1, 2, 3, 4] and summary["weights_identical"]
+    assert "resuming from" in spark_cluster.executor_logs()
