@@ -92,8 +92,18 @@ def verify_manifest(model_dir: str | Path) -> dict[str, Any]:
         manifest = json.loads((d / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise IntegrityError(f"{d / MANIFEST}: unreadable manifest ({exc})", path=str(d)) from None
-    for name, meta in manifest.get("files", {}).items():
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or not all(
+            isinstance(m, dict) and {"bytes", "sha256"} <= set(m) for m in files.values()):
+        raise IntegrityError(f"{d / MANIFEST}: no valid 'files' table", path=str(d))
+    # A manifest that stops listing a required file would otherwise let that file change unchecked.
+    unlisted = [n for n in REQUIRED if n != MANIFEST and n not in files]
+    if unlisted:
+        raise IntegrityError(f"{d / MANIFEST}: does not list {', '.join(unlisted)}", path=str(d))
+    for name, meta in files.items():
         p = d / name
+        if Path(name).name != name:  # plain names only: a manifest must not point outside its folder
+            raise IntegrityError(f"{d / MANIFEST}: bad file name {name!r}", path=str(d))
         if not p.is_file():
             raise IntegrityError(f"{p}: missing file listed in the manifest", path=str(p))
         if p.stat().st_size != meta["bytes"] or sha256_file(p) != meta["sha256"]:

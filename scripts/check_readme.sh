@@ -76,8 +76,9 @@ if [ "$mode" = clone ]; then
 else
   echo "check_readme: copying the working tree of $REPO (tracked and untracked, not ignored) into $clone"
   mkdir -p "$clone"
+  # (files deleted in the working tree but still tracked are skipped)
   (cd "$REPO" && git ls-files -z --cached --others --exclude-standard \
-    | xargs -0 -I{} sh -c '[ -e "$1" ] && printf "%s\0" "$1" || true' _ {} \
+    | while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done \
     | tar --null -T - -cf -) | tar -C "$clone" -xf -
 fi
 if [ -n "$readme" ]; then

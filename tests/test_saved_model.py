@@ -186,3 +186,25 @@ def test_saving_over_an_existing_model_replaces_it_atomically(tiny_model_dir: Pa
     assert [p.name for p in tmp_path.iterdir()] == ["m"]
     verify_manifest(tmp_path / "m")
     assert load_model(tmp_path / "m").metrics == {"round": 2}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit", ["drop_config_entry", "escape_folder", "no_files_table"])
+def test_a_doctored_manifest_is_refused(model_copy: Path, edit: str) -> None:
+    """Without these checks, deleting config.json's entry would let config.json change unchecked."""
+    from nerservice.errors import IntegrityError
+    from nerservice.saved_model import MANIFEST, load_model
+
+    manifest = json.loads((model_copy / MANIFEST).read_text())
+    if edit == "drop_config_entry":
+        del manifest["files"]["config.json"]
+        cfg = json.loads((model_copy / "config.json").read_text())
+        cfg["model"]["dropout"] = 0.1
+        (model_copy / "config.json").write_text(json.dumps(cfg))
+    elif edit == "escape_folder":
+        manifest["files"]["../outside.json"] = {"sha256": "0" * 64, "bytes": 1}
+    else:
+        manifest["files"] = ["config.json"]
+    (model_copy / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(IntegrityError):
+        load_model(model_copy)

@@ -21,36 +21,16 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--corpus", required=True, help="folder with train.tsv devel.tsv test.tsv")
-    ap.add_argument("--embeddings")
-    ap.add_argument("--out", default="/tmp/gpu-run")
-    ap.add_argument("--set", action="append", default=[])
-    ap.add_argument("--ceiling-passes", type=int, default=2)
-    ap.add_argument("--json-out")
-    args = ap.parse_args()
-
+def measure_ceiling(config, tr, dv, te, n_train_tokens, args):  # noqa: ANN001, ANN201
     import jax
-    import keras
     import numpy as np
 
-    from nerservice.config import NerConfig
-    from nerservice.data import read_corpus
     from nerservice.model.tagger import build_tagger
     from nerservice.text.features import EncodedCorpus, ShapePolicy
     from nerservice.training.loop import epoch_plan
     from nerservice.training.steps import make_train_step
-    from nerservice.training.trainer import train, vocabularies_with_vectors
+    from nerservice.training.trainer import vocabularies_with_vectors
 
-    print("backend", keras.backend.backend(), "devices", jax.devices(), flush=True)
-    config = NerConfig().with_overrides(args.set)
-    tr = read_corpus(os.path.join(args.corpus, "train.tsv")).sentences
-    dv = read_corpus(os.path.join(args.corpus, "devel.tsv")).sentences
-    te = read_corpus(os.path.join(args.corpus, "test.tsv")).sentences
-    n_train_tokens = sum(len(s.tokens) for s in tr)
-
-    # --- ceiling: same model + step, device-resident batches, no host work -----------------------------
     vocabs, matrix, _ = vocabularies_with_vectors(tr, dv + te, args.embeddings, progress=False)
     model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                          n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed)
@@ -84,7 +64,44 @@ def main() -> None:
     print(f"ceiling: {len(shapes)} shapes, first pass (compiles) {compile_pass:.1f}s, "
           f"tokens/s {[round(x) for x in ceiling]}", flush=True)
     del batches
+    return ceiling_tps, shapes, compile_pass, cudnn
 
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", required=True, help="folder with train.tsv devel.tsv test.tsv")
+    ap.add_argument("--embeddings")
+    ap.add_argument("--out", default="/tmp/gpu-run")
+    ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--ceiling-passes", type=int, default=2)
+    ap.add_argument("--json-out")
+    ap.add_argument("--no-ceiling", action="store_true", help="skip the ceiling measurement (sweeps)")
+    args = ap.parse_args()
+
+    import jax
+    import keras
+    import numpy as np
+
+    from nerservice.config import NerConfig
+    from nerservice.data import read_corpus
+    from nerservice.model.tagger import build_tagger
+    from nerservice.text.features import EncodedCorpus, ShapePolicy
+    from nerservice.training.loop import epoch_plan
+    from nerservice.training.steps import make_train_step
+    from nerservice.training.trainer import train, vocabularies_with_vectors
+
+    print("backend", keras.backend.backend(), "devices", jax.devices(), flush=True)
+    config = NerConfig().with_overrides(args.set)
+    tr = read_corpus(os.path.join(args.corpus, "train.tsv")).sentences
+    dv = read_corpus(os.path.join(args.corpus, "devel.tsv")).sentences
+    te = read_corpus(os.path.join(args.corpus, "test.tsv")).sentences
+    n_train_tokens = sum(len(s.tokens) for s in tr)
+
+    # --- ceiling: same model + step, device-resident batches, no host work -----------------------------
+    ceiling_tps, shapes, compile_pass, cudnn = float("nan"), set(), float("nan"), None
+    if not args.no_ceiling:
+        ceiling_tps, shapes, compile_pass, cudnn = measure_ceiling(config, tr, dv, te, n_train_tokens, args)
     # --- the project's training loop -------------------------------------------------------------------
     t0 = time.perf_counter()
     outcome = train(config, train_data=tr, dev_data=dv, test_data=te, embeddings=args.embeddings,

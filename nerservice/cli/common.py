@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from nerservice.errors import ModelLoadError
+from nerservice.errors import InvalidModelRefError, ModelLoadError
 
 
 def add_corpus_options(p: argparse.ArgumentParser) -> None:
@@ -40,8 +40,16 @@ def resolve_model_dir(ref: str) -> Path:
     if any(c in ref for c in "@/") or not p.exists():
         try:
             from nerservice.store import ModelStore
+            from nerservice.store.refs import parse_ref
         except ImportError:
             raise ModelLoadError(f"{ref}: no such model directory") from None
+        try:
+            parse_ref(ref)
+        except InvalidModelRefError:
+            # Neither a folder nor a valid store reference: most likely a mistyped path ("/data/modle").
+            raise ModelLoadError(f"{ref}: no such model directory", path=ref,
+                                 hint="pass a folder written by `nerservice train --out` or a store reference "
+                                 "like name@production") from None
         return ModelStore.from_env().resolve(ref)
     raise ModelLoadError(f"{ref}: no such model directory")
 

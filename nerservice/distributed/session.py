@@ -38,10 +38,13 @@ def executor_env(environ: Mapping[str, str], names: Iterable[str] = FORWARDED_EN
 
 def get_session(app_name: str, *, defaults: Mapping[str, str] | None = None,
                 forward_env: Iterable[str] = FORWARDED_ENV) -> Any:
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    given = SparkConf()  # holds the spark.* properties spark-submit passed to this driver
+    # Start (or attach to spark-submit's) JVM first: only then does SparkConf() see the spark.* properties
+    # spark-submit passed; before it, SparkConf() is empty and every "default" would override them.
+    SparkContext._ensure_initialized()
+    given = SparkConf()
     builder = SparkSession.builder.appName(app_name)
     for key, value in (defaults or {}).items():
         if not given.contains(key):

@@ -15,7 +15,8 @@ from nerservice.config import NerConfig
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.faults import KillPlan
 from nerservice.distributed.worker import Row, TrainSpec, barrier_task, read_attempts
-from nerservice.errors import ConfigError, CorpusError, DistributedError
+from nerservice.embeddings import KUMO_ALIASES
+from nerservice.errors import ConfigError, CorpusError, DistributedError, EmbeddingsError
 
 # Applied unless spark-submit sets them (session.get_session).
 TRAIN_DEFAULTS = {
@@ -75,14 +76,20 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
     if embeddings and Path(embeddings).is_file():
         sc.addFile(str(Path(embeddings).resolve()))  # executors fetch it; no shared path needed
         shipped = True
+    elif embeddings and embeddings not in KUMO_ALIASES:
+        raise EmbeddingsError(f"vectors file {embeddings} does not exist (on the driver, which ships it)",
+                              path=embeddings)
     spec = TrainSpec(config=config.model_dump(mode="json"), out_dir=str(out), world=world, embeddings=embeddings,
                      embeddings_shipped=shipped, register=register, promote=promote, resume=resume,
                      collective_timeout_s=collective_timeout_s, kill=kill,
                      sources={"data": data_dir, "embeddings": embeddings, "workers": world})
     broadcast = sc.broadcast(data)
     try:
-        results = [json.loads(r) for r in sc.parallelize(range(world), world).barrier()
-                   .mapPartitions(barrier_task(spec, broadcast)).collect()]
+        # The shuffle after the barrier stage is what makes it retryable: Spark reruns a failed barrier
+        # *ShuffleMapStage* (up to spark.stage.maxConsecutiveAttempts), but aborts the job when a barrier
+        # *ResultStage* fails ("Could not recover from a failed barrier ResultStage").
+        stage = sc.parallelize(range(world), world).barrier().mapPartitions(barrier_task(spec, broadcast))
+        results = [json.loads(r) for r in stage.repartition(1).collect()]
     finally:
         broadcast.destroy()
     summary = summarize(results, data=data, seconds=time.perf_counter() - started)

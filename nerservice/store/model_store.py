@@ -35,8 +35,9 @@ class ModelStore:
                  artifact_root: str | None = None, cache_dir: str | Path | None = None,
                  experiment: str = EXPERIMENT) -> None:
         """``tracking_uri``: an ``http(s)://`` MLflow server or a ``sqlite:///`` file; None = the embedded
-        store under ./models.  For SQLite stores artifacts default to ``artifacts/`` beside the DB file (the
-        server decides for itself).  ``cache_dir`` holds verified downloads."""
+        store under ./models.  For SQLite stores artifacts default to ``artifacts/`` beside the DB file (a
+        server decides for itself).  ``cache_dir`` holds verified downloads (default: ``cache/`` beside the
+        DB file, or under $NERSERVICE_STORE_DIR / ./models for a server)."""
         if tracking_uri is None:
             tracking_uri = f"sqlite:///{(Path(DEFAULT_DIR).resolve() / DB_FILE).as_posix()}"
         db = _sqlite_path(tracking_uri)
@@ -46,7 +47,7 @@ class ModelStore:
         home = db.parent if db is not None else Path(os.environ.get("NERSERVICE_STORE_DIR", DEFAULT_DIR)).resolve()
         if artifact_root is None and not tracking_uri.startswith(("http://", "https://")):
             artifact_root = (home / ARTIFACTS).as_uri()
-        elif artifact_root is not None and "://" not in artifact_root and ":" not in artifact_root[:3]:
+        elif artifact_root is not None and "://" not in artifact_root:  # a plain local path
             artifact_root = Path(artifact_root).resolve().as_uri()
         self.tracking_uri = tracking_uri
         self.registry_uri = registry_uri or tracking_uri
@@ -143,7 +144,17 @@ class ModelStore:
         return register_model(self, model_dir, name, run_id=run_id, tags=tags)
 
     # --- lookup --------------------------------------------------------------------------------------
+    def _empty(self) -> bool:
+        """An embedded store nobody has registered into yet: reads answer without creating it."""
+        return self._db is not None and not self._db.exists()
+
+    def _require_model_store(self, name: str) -> None:
+        if self._empty():
+            raise ModelNotFoundError(f"no model named {name!r}: the store at {self._db.parent} is empty",
+                                     hint="register a model first, e.g. with `nerservice train ... --register NAME`")
+
     def _aliases(self, name: str) -> dict[str, int]:
+        self._require_model_store(name)
         rm = self.call("reading the registered model", self.client.get_registered_model, name,
                        not_found=f"no model named {name!r} in the store")
         return {alias: int(v) for alias, v in (rm.aliases or {}).items()}
@@ -160,6 +171,7 @@ class ModelStore:
                 return sorted(out, key=lambda mv: int(mv.version), reverse=True)
 
     def _find(self, ref: ModelRef) -> Any:
+        self._require_model_store(ref.name)
         if ref.version is not None:
             return self.call("reading the version", self.client.get_model_version, ref.name, str(ref.version),
                              not_found=f"{ref}: model {ref.name!r} has no version {ref.version}")
@@ -189,6 +201,8 @@ class ModelStore:
         return out
 
     def _model_names(self) -> list[str]:
+        if self._empty():
+            return []
         names, token = [], None
         while True:
             page = self.call("listing models", self.client.search_registered_models, page_token=token)

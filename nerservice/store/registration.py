@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nerservice.errors import InvalidModelRefError, ModelLoadError, StoreError
 from nerservice.saved_model import CONFIG, LINEAGE, MANIFEST, METRICS, sha256_file, verify_manifest

@@ -76,7 +76,7 @@ def start_server(env: dict[str, str], *, log_path: Path, entry: str = "serve", t
         cmd = [str(BIN / "nerservice"), "serve", "--host", "127.0.0.1", "--port", str(port)]
     else:
         cmd = [sys.executable, "-m", "uvicorn", "api.main:app", "--host", "127.0.0.1", "--port", str(port)]
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("NERSERVICE_API_")}
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("NERSERVICE_")}  # only what we pass
     full_env.update({"TF_CPP_MIN_LOG_LEVEL": "2", **env})
     log = open(log_path, "wb")
     proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=log, stderr=subprocess.STDOUT)

@@ -7,7 +7,7 @@ import pytest
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 
-@pytest.mark.parametrize("header", [None, "Bearer wrong", "Bearer ", "Basic {token}", "Bearer {token}x",
+@pytest.mark.parametrize("header", [None, "Bearer wrong", "Bearer", "Basic {token}", "Bearer {token}x",
                                     "Bearer {short}", "{token}"])
 def test_reload_refuses_without_the_right_token(api_server, admin_token: str, header: str | None) -> None:
     headers = {} if header is None else {"Authorization": header.format(token=admin_token, short=admin_token[:-1])}

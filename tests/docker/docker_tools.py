@@ -33,7 +33,7 @@ def compose(*args: str, env: dict[str, str] | None = None, check: bool = True) -
     base = {k: v for k, v in os.environ.items() if not k.startswith(("COMPOSE_", "DOCKER_"))}
     for key in ("CORPUS_DIR", "API_PORT", "MODEL_NAME", "NERSERVICE_MODEL", "TRAIN_WORKERS", "TRAIN_ARGS",
                 "PROMOTE_ALIAS", "GPU_WORKER_1_DEVICE", "GPU_WORKER_2_DEVICE", "SPARK_WORKER_CORES",
-                "SPARK_WORKER_MEMORY", "NERSERVICE_API_ADMIN_TOKEN"):
+                "SPARK_WORKER_MEMORY", "NERSERVICE_API_ADMIN_TOKEN", "EPOCHS"):
         base.pop(key, None)
     proc = subprocess.run([tool("docker-compose"), "-f", str(COMPOSE_FILE), *args], cwd=REPO,
                           env={**base, **(env or {})}, capture_output=True, text=True, timeout=60)

@@ -78,7 +78,7 @@ def trained(spark_cluster, prepared, store_dir, tmp_path_factory):  # noqa: ANN0
         "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2",
         "--register", MODEL_NAME, "--promote", "production", *overrides(**{"training.epochs": 5}),
         conf={"spark.executor.resource.gpu.amount": "1", "spark.task.resource.gpu.amount": "1"},
-        env={"NERSERVICE_STORE_DIR": str(store_dir)}, timeout=300)
+        env={"NERSERVICE_STORE_DIR": str(store_dir)}, timeout=420)
     check(proc, "train")
     return out, last_json(proc.stdout)
 
@@ -143,16 +143,16 @@ def test_killed_worker_resumes_from_checkpoint(spark_cluster, prepared, tmp_path
     out = tmp_path / "fault-run"
     proc = spark_cluster.submit(
         "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2",
-        "--inject-kill", "1:2", "--collective-timeout", "120", *overrides(**{"training.epochs": 4}), timeout=420)
+        "--inject-kill", "1:1", "--collective-timeout", "120", *overrides(**{"training.epochs": 3}), timeout=420)
     check(proc, "train with a killed worker")
     summary = last_json(proc.stdout)
     marker = json.loads((out / MARKER).read_text())
-    assert marker["rank"] == 1 and marker["after_epoch"] == 2
+    assert marker["rank"] == 1 and marker["after_epoch"] == 1
     attempts = summary["attempts"]
     assert len(attempts) == 2, attempts  # the barrier stage ran twice
     assert attempts[0]["resumed_from_epoch"] == 0
-    assert attempts[1]["resumed_from_epoch"] >= 2  # resumed from a checkpoint, not from epoch 0
+    assert attempts[1]["resumed_from_epoch"] >= 1  # resumed from a checkpoint, not from epoch 0
     assert summary["resumed_from_epoch"] == attempts[1]["resumed_from_epoch"]
-    assert marker["pid"] not in {w["pid"] for w in summary["workers"]}  # the survivor is a new process
-    assert [h["epoch"] for h in summary["history"]] == [1, 2, 3, 4] and summary["weights_identical"]
+    assert marker["pid"] not in {w["pid"] for w in summary["workers"]}  # rank 1 is a new process
+    assert [h["epoch"] for h in summary["history"]] == [1, 2, 3] and summary["weights_identical"]
     assert "resuming from" in spark_cluster.executor_logs()

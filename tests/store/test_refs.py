@@ -75,3 +75,14 @@ def test_importing_the_store_does_not_import_mlflow():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "False"
+
+
+def test_reading_an_empty_embedded_store_creates_nothing(tmp_path):
+    from nerservice.errors import ModelNotFoundError
+
+    store = ModelStore.embedded(tmp_path / "none")
+    assert store.list() == []
+    for ref in ("ner", "ner@production", "ner/1"):
+        with pytest.raises(ModelNotFoundError, match="is empty"):
+            store.resolve(ref)
+    assert not (tmp_path / "none").exists()
