@@ -26,5 +26,8 @@ stop:
 test: setup system-deps
 	$(PY) -m pytest -q
 
+lint-docker: setup
+	$(PY) -m pytest -q tests/docker -m "not slow"
+
 test-fast: setup
 	$(PY) -m pytest -q -m "not slow and not spark and not server and not browser"

@@ -148,24 +148,34 @@ class Batcher:
         loop = asyncio.get_running_loop()
         while True:
             batch = await self._collect()
-            if not batch:
-                continue
             try:
-                served = self.slot.require()  # read once: the whole batch runs on this model
-            except NotReadyError as exc:
+                await self._run_batch(loop, batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 — a bug here must fail one batch, not every later request
+                log.exception("batcher error")
                 for job in batch:
                     if not job.future.done():
                         job.future.set_exception(exc)
-                continue
-            runnable = []
+
+    async def _run_batch(self, loop: asyncio.AbstractEventLoop, batch: list[Job]) -> None:
+        if not batch:
+            return
+        try:
+            served = self.slot.require()  # read once: the whole batch runs on this model
+        except NotReadyError as exc:
             for job in batch:
-                if job.model is not None and not served.matches(job.model):  # a reload happened meanwhile
-                    if not job.future.done():
-                        job.future.set_exception(wrong_model(job.model, served))
-                else:
-                    runnable.append(job)
-            if not runnable:
-                continue
+                if not job.future.done():
+                    job.future.set_exception(exc)
+            return
+        runnable = []
+        for job in batch:
+            if job.model is not None and not served.matches(job.model):  # a reload happened meanwhile
+                if not job.future.done():
+                    job.future.set_exception(wrong_model(job.model, served))
+            else:
+                runnable.append(job)
+        if runnable:
             await self._infer(loop, served, runnable)
 
     async def _infer(self, loop: asyncio.AbstractEventLoop, served: ServedModel, batch: list[Job]) -> None:
@@ -179,11 +189,14 @@ class Batcher:
                     job.future.set_exception(NotReadyError("the server is shutting down"))
             raise
         except Exception as exc:  # noqa: BLE001 — the batcher must survive a failing batch
+            if len(batch) > 1:  # isolate the request that fails: the others in its batch still get answers
+                for job in batch:
+                    await self._infer(loop, served, [job])
+                return
             if not isinstance(exc, NerServiceError):
-                log.exception("inference failed on a batch of %d texts", len(texts))
-            for job in batch:
-                if not job.future.done():
-                    job.future.set_exception(exc)
+                log.exception("inference failed on a request of %d texts", len(texts))
+            if not batch[0].future.done():
+                batch[0].future.set_exception(exc)
             return
         inference_s = time.perf_counter() - started
         m = self.metrics

@@ -6,7 +6,6 @@ import hmac
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
@@ -19,13 +18,13 @@ from api.batching import Batcher, Job, JobResult
 from api.limits import parse_extract, read_body
 from api.metrics import ApiMetrics
 from api.model_slot import ModelSlot
+from api.page import PAGE_HTML
 from api.schemas import (ExtractRequest, ExtractResponse, ModelsResponse, ReloadResponse, Status,
                          error_responses)
 from api.settings import ApiSettings
 from nerservice.errors import NerServiceError, UnauthorizedError
 
 ROUTES = ("/", "/v1/extract", "/v1/models", "/v1/models/reload", "/healthz", "/readyz", "/metrics")
-PAGE = Path(__file__).with_name("static") / "index.html"
 CLIENT_GONE = 499  # nginx's "client closed request": nobody reads it, but the metrics count it
 
 
@@ -101,7 +100,6 @@ def _require_admin(settings: ApiSettings, credentials: HTTPAuthorizationCredenti
 def build_router(settings: ApiSettings) -> APIRouter:
     router = APIRouter()
     bearer = HTTPBearer(auto_error=False, description="NERSERVICE_API_ADMIN_TOKEN")
-    page_html = PAGE.read_text(encoding="utf-8")
 
     @router.post("/v1/extract", response_model=ExtractResponse, openapi_extra=_extract_body_schema(settings),
                  responses=error_responses(400, 404, 413, 429, 503), summary="Extract entities from texts")
@@ -160,6 +158,6 @@ def build_router(settings: ApiSettings) -> APIRouter:
 
     @router.get("/", include_in_schema=False)
     async def page() -> HTMLResponse:
-        return HTMLResponse(page_html)
+        return HTMLResponse(PAGE_HTML)
 
     return router

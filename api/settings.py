@@ -5,7 +5,7 @@ model folder, a training output folder (its ``model-best`` is served) or a model
 ``demo@production`` (resolved through ``NERSERVICE_STORE_DIR`` / the store's own settings).
 
 Every limit says what raising it costs.  The numbers are sized for a 2-core machine serving the default
-Bi-LSTM-CNN-Char-CRF (~250 one-sentence texts/s, ~7k tokens/s).
+Bi-LSTM-CNN-Char-CRF (300-500 one-sentence texts/s, 8-13k tokens/s when the machine is quiet).
 """
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ class ApiSettings(BaseSettings):
     # Raising it: one request can occupy the model longer (a request is never split across batches), so
     # everyone queued behind it waits.
     max_texts: int = Field(64, ge=1)
-    # Raising it: a single text costs ~1 ms of inference per 35 characters here; long texts also hold the
-    # event loop while their tokens are counted (texts over ~4k chars are counted on a thread).
+    # Raising it: a single text costs ~1 ms of inference per 40 characters here, during which the requests
+    # batched with it wait too.
     max_text_chars: int = Field(20_000, ge=1)
 
     # --- batching ------------------------------------------------------------------------------------
@@ -47,7 +47,7 @@ class ApiSettings(BaseSettings):
     # up to that much latency at low load in exchange for fuller batches at medium load.
     max_wait_ms: float = Field(2.0, ge=0.0)
     # Requests waiting for the model; beyond it the service answers 429. Raising it trades 429s for
-    # latency: a full queue of N one-sentence requests is N/250 s of waiting on this machine.
+    # latency: a full queue of N one-sentence requests is ~N/400 s of waiting on this machine.
     max_queue: int = Field(256, ge=1)
     # Seconds a 429/503 answer tells clients to wait (Retry-After).
     retry_after_s: int = Field(1, ge=0)

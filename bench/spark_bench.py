@@ -72,13 +72,33 @@ def in_process_inference(model_dir: Path, texts: list[str], threads: int) -> dic
     return {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds}
 
 
+def _preprocess(cluster: SparkCluster, c: Path, prep: Path, results: dict[str, Any], *extra: str) -> dict[str, Any]:
+    stats, wall = run(cluster, "spark_jobs/preprocess.py", "--train", str(c / "train.tsv"), "--dev",
+                      str(c / "devel.tsv"), "--test", str(c / "test.tsv"), "--out", str(prep), "--overwrite", *extra)
+    key = "preprocess" if not extra else "preprocess_w2v"
+    results[key] = {"wall_s": wall, "job_s": stats["seconds"], "tokens_per_s_job": stats["tokens_per_s"],
+                    "tokens": sum(v["tokens"] for v in stats["splits"].values()), "accounting": stats["accounting"]}
+    results[key]["tokens_per_s_wall"] = results[key]["tokens"] / wall
+    return stats
+
+
+def _train_record(summary: dict[str, Any], wall: float) -> dict[str, Any]:
+    return {"wall_s": wall, "job_s": summary["seconds"], "test_f1": summary["test"]["micro"]["f1"],
+            "dev_f1": summary["dev"]["micro"]["f1"], "best_epoch": summary["best_epoch"],
+            "train_tokens_per_s": summary["train_tokens_per_s"], "job_tokens_per_s": summary["job_tokens_per_s"],
+            "epoch_seconds": [h["train_seconds"] for h in summary["history"]],
+            "weights_identical": summary["weights_identical"], "model_dir": summary["model_dir"]}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", type=Path, default=Path("/work/shared/data/corpora/NCBI-disease"))
     p.add_argument("--work", type=Path, default=Path("/tmp/nerservice-spark-bench"))
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--replicate", type=int, default=20, help="inference texts = test sentences x N")
-    p.add_argument("--skip", nargs="*", default=[], choices=["core", "w1", "w2", "predict"])
+    p.add_argument("--skip", nargs="*", default=[], choices=["prep", "core", "w1", "w2", "predict"])
+    p.add_argument("--w2v", type=int, metavar="DIM", help="also: preprocess with --word2vec DIM (MLlib, all "
+                   "tokens) and train 1 worker with those vectors, to compare F1 with train_w1")
     args = p.parse_args()
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -94,24 +114,15 @@ def main() -> None:
     try:
         c = args.corpus
         prep = work / "prep"
-        stats, wall = run(cluster, "spark_jobs/preprocess.py", "--train", str(c / "train.tsv"), "--dev",
-                          str(c / "devel.tsv"), "--test", str(c / "test.tsv"), "--out", str(prep), "--overwrite")
-        results["preprocess"] = {"wall_s": wall, "job_s": stats["seconds"], "tokens_per_s_job": stats["tokens_per_s"],
-                                 "tokens": sum(v["tokens"] for v in stats["splits"].values()),
-                                 "accounting": stats["accounting"]}
-        results["preprocess"]["tokens_per_s_wall"] = results["preprocess"]["tokens"] / wall
-        save()
+        if "prep" not in args.skip:
+            _preprocess(cluster, c, prep, results)
+            save()
         for world in (1, 2):
             if f"w{world}" in args.skip:
                 continue
             summary, wall = run(cluster, "spark_jobs/train.py", "--data", str(prep), "--out",
                                 str(work / f"train-w{world}"), "--workers", str(world), "--no-resume", *set_args)
-            results[f"train_w{world}"] = {
-                "wall_s": wall, "job_s": summary["seconds"], "test_f1": summary["test"]["micro"]["f1"],
-                "dev_f1": summary["dev"]["micro"]["f1"], "best_epoch": summary["best_epoch"],
-                "train_tokens_per_s": summary["train_tokens_per_s"], "job_tokens_per_s": summary["job_tokens_per_s"],
-                "epoch_seconds": [h["train_seconds"] for h in summary["history"]],
-                "weights_identical": summary["weights_identical"], "model_dir": summary["model_dir"]}
+            results[f"train_w{world}"] = _train_record(summary, wall)
             save()
         if "core" not in args.skip:
             core, wall = core_train(c, work / "core", sets)
@@ -141,6 +152,15 @@ def main() -> None:
             r = results["predict"]
             r["ratio_per_core"] = r["spark_tokens_per_s_per_core"] / r["in_process_tokens_per_s_1_thread"]
             r["ratio_steady"] = r["spark_steady_tokens_per_s_per_core"] / r["in_process_tokens_per_s_1_thread"]
+            save()
+        if args.w2v:
+            prep_w2v = work / "prep-w2v"
+            stats = _preprocess(cluster, c, prep_w2v, results, "--word2vec", str(args.w2v))
+            summary, wall = run(cluster, "spark_jobs/train.py", "--data", str(prep_w2v), "--out",
+                                str(work / "train-w1-w2v"), "--workers", "1", "--no-resume", "--embeddings",
+                                str(prep_w2v / "word2vec.txt"), *set_args)
+            results["train_w1_word2vec"] = {**_train_record(summary, wall), "word2vec": stats["word2vec"],
+                                            "vocab": summary["vocab"]}
             save()
     finally:
         cluster.stop()

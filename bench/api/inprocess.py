@@ -1,8 +1,14 @@
-"""In-process baseline: the Extractor's throughput on the same texts, called in chunks of N texts, with
-the options the server passes it and with the Extractor's own defaults.
+"""In-process baseline worker: the Extractor's throughput on the same texts, called in chunks of N texts.
 
-Run as its own process (python -m bench.api.inprocess MODEL TEXTS.json CHUNK [CHUNK ...]) so TF never
-loads in the load generator and the server is not running while this measures.
+Runs as its own process (``python -m bench.api.inprocess MODEL``) so TF never loads in the load generator;
+it loads the model once and then answers one JSON command per stdin line, so the benchmark can measure
+the baseline right before each server cell, under the same (noisy) machine conditions:
+
+    {"texts": "/path/texts.json", "chunk": 64, "options": "server", "max_seconds": 5}
+    -> {"texts_per_s": 412.3, "texts": 940}
+
+``options``: "server" = the Extractor options the server passes (api/settings.py defaults, e.g. 32
+sentences per model call); "default" = Extractor's own defaults (256 sentences per call).
 """
 from __future__ import annotations
 
@@ -14,26 +20,32 @@ import time
 
 def main(argv: list[str]) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from api.model_slot import extractor_options
+    from api.settings import ApiSettings
     from nerservice.cli.common import resolve_model_dir
     from nerservice.inference import Extractor
 
-    from api.model_slot import extractor_options
-    from api.settings import ApiSettings
-
-    model, texts_path, *chunks = argv
-    texts: list[str] = json.loads(open(texts_path, encoding="utf-8").read())
-    out: dict[str, dict[int, float]] = {}
-    # "server": the Extractor options the server uses (api/settings.py defaults); "default": Extractor().
-    for name, options in (("server", extractor_options(ApiSettings(model=model))), ("default", {})):
-        ex = Extractor.load(resolve_model_dir(model), **options)
-        ex.extract(texts[:8])  # trace once, like the server's warm-up
-        out[name] = {}
-        for chunk in map(int, chunks):
-            t0 = time.perf_counter()
-            for i in range(0, len(texts), chunk):
-                ex.extract(texts[i:i + chunk])
-            out[name][chunk] = len(texts) / (time.perf_counter() - t0)
-    print(json.dumps(out))
+    (model,) = argv
+    path = resolve_model_dir(model)
+    extractors = {"server": Extractor.load(path, **extractor_options(ApiSettings(model=model))),
+                  "default": Extractor.load(path)}
+    for ex in extractors.values():
+        ex.extract(["Warm-up sentence for the tagger. It has two sentences."])
+    cache: dict[str, list[str]] = {}
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        texts = cache.setdefault(cmd["texts"], json.loads(open(cmd["texts"], encoding="utf-8").read()))
+        ex, chunk = extractors[cmd["options"]], int(cmd["chunk"])
+        done, t0 = 0, time.perf_counter()
+        deadline = t0 + float(cmd.get("max_seconds", 1e9))
+        for i in range(0, len(texts), chunk):  # one pass at most, bounded in time
+            part = texts[i:i + chunk]
+            ex.extract(part)
+            done += len(part)
+            if time.perf_counter() > deadline:
+                break
+        print(json.dumps({"texts_per_s": done / (time.perf_counter() - t0), "texts": done}), flush=True)
 
 
 if __name__ == "__main__":

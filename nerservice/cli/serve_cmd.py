@@ -17,8 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     p.add_argument("--access-log", action="store_true",
-                   help="log one line per request (off by default: it costs ~5%% of throughput at full load, "
-                   "and /metrics counts requests by route and status anyway)")
+                   help="log one line per request (off by default: a formatted log line per request costs CPU "
+                   "the model could use, and /metrics counts requests by route and status anyway)")
     p.set_defaults(func=run)
 
 

@@ -1,10 +1,17 @@
-<!doctype html>
+"""The page served at GET /: paste text, click, see the entities highlighted by label with their scores.
+
+Self-contained on purpose (no CDN, no external fonts or scripts): it works offline and leaks nothing.
+It lives in a Python module rather than a static file so a plain `pip install .` (the Docker images)
+ships it without package-data configuration.
+"""
+
+PAGE_HTML = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>nerservice — entity extraction</title>
-<!-- Self-contained on purpose: no CDN, no external fonts or scripts (works offline, leaks nothing). -->
+<!-- No CDN, no external fonts or scripts. -->
 <style>
   :root { --fg: #1d232a; --muted: #5b6672; --line: #d8dee4; --bg: #f7f9fb; }
   * { box-sizing: border-box; }
@@ -118,3 +125,4 @@ $("text").addEventListener("keydown", (ev) => { if (ev.key === "Enter" && (ev.ct
 </script>
 </body>
 </html>
+"""
