@@ -40,6 +40,7 @@ def _values(variables) -> list[np.ndarray]:
     return [np.asarray(ops.convert_to_numpy(v)) for v in variables]
 
 
+@pytest.mark.slow  # traces a real training step: seconds of CPU
 def test_save_load_restores_weights_optimizer_and_state_and_training_continues_identically(setup, tmp_path) -> None:
     from nerservice.training.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
     from nerservice.training.loop import LoopState

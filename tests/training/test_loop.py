@@ -60,6 +60,7 @@ def test_learning_rate_schedule() -> None:
     assert [learning_rate(cfg, e) for e in range(3)] == pytest.approx([0.002, 0.002 / 1.5, 0.001])
 
 
+@pytest.mark.slow
 def test_loop_trains_and_records_every_epoch(data) -> None:
     from nerservice.model.predictor import Predictor
     from nerservice.training.loop import run_epochs
