@@ -87,7 +87,7 @@ async def _count_tokens(extractor: Any, texts: list[str], settings: ApiSettings)
 
 def _require_admin(settings: ApiSettings, credentials: HTTPAuthorizationCredentials | None) -> None:
     hint = "send the token as 'Authorization: Bearer <token>'"
-    if settings.admin_token is None:
+    if settings.admin_token is None or not settings.admin_token.get_secret_value():  # empty = disabled
         raise UnauthorizedError("admin endpoints are disabled on this server",
                                 hint="set NERSERVICE_API_ADMIN_TOKEN to enable them")
     given = credentials.credentials.encode("utf-8", "surrogateescape") if credentials is not None else b""

@@ -9,6 +9,8 @@ Bi-LSTM-CNN-Char-CRF (300-500 one-sentence texts/s, 8-13k tokens/s when the mach
 """
 from __future__ import annotations
 
+import os
+
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -72,7 +74,12 @@ class ApiSettings(BaseSettings):
 
 
 def load_settings(**overrides: object) -> ApiSettings:
-    """Settings from the environment (plus explicit overrides), with a coded error instead of a traceback."""
+    """Settings from the environment (plus explicit overrides), with a coded error instead of a traceback.
+    An unknown ``NERSERVICE_API_*`` variable is an error too: a typo must not silently leave a default."""
+    known = {ENV_PREFIX + name.upper() for name in ApiSettings.model_fields}
+    unknown = sorted(k for k in os.environ if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
+    if unknown:
+        raise ConfigError(f"unknown API setting(s): {', '.join(unknown)}", hint=f"known: {', '.join(sorted(known))}")
     try:
         return ApiSettings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:

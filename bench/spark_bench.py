@@ -47,7 +47,7 @@ def core_train(corpus: Path, out: Path, sets: list[str]) -> tuple[dict[str, Any]
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.exit(f"core train failed:\n{proc.stderr[-4000:]}")
-    result = json.loads(proc.stdout[proc.stdout.find("{"):])
+    result = json.loads(proc.stdout[proc.stdout.rfind("\n{") + 1:])  # --json prints it last
     history = json.loads((out / "model-best" / "history.json").read_text())
     result["train_tokens_per_s"] = sum(h["train_tokens_per_s"] for h in history) / len(history)
     result["history"] = history

@@ -116,6 +116,12 @@ def test_settings_from_env_and_errors(monkeypatch) -> None:
     monkeypatch.setenv("NERSERVICE_API_MAX_QUEUE", "0")
     with pytest.raises(ConfigError):
         load_settings()
+    monkeypatch.setenv("NERSERVICE_API_MAX_QUEUE", "8")
+    assert load_settings().max_queue == 8
+    monkeypatch.setenv("NERSERVICE_API_MAX_TEXT", "5")  # a typo of MAX_TEXTS must not pass silently
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert "NERSERVICE_API_MAX_TEXT" in str(info.value) and "NERSERVICE_API_MAX_TEXTS" in str(info.value)
 
 
 def test_settings_defaults_keep_cors_off_and_admin_disabled() -> None:
