@@ -37,6 +37,9 @@ from bench.api.client import HttpConnection  # noqa: E402
 from bench.api.server import Server  # noqa: E402
 
 CLIENT_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, IndexError)
+# uvicorn closes a keep-alive connection after 5 s idle; reusing one the server is closing at that moment
+# loses the request (an HTTP race, not a server fault), so idle connections older than this are dropped.
+MAX_IDLE_S = 2.0
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -121,7 +124,7 @@ async def capacity(port: int, raws: list[bytes], *, concurrency: int, seconds: f
 
 async def open_loop(port: int, raws: list[bytes], *, rate: float, seconds: float,
                     max_connections: int) -> dict[str, Any]:
-    idle: list[HttpConnection] = []
+    idle: list[tuple[HttpConnection, float]] = []  # (connection, idle since)
     opened = peak_open = 0
     statuses: Counter[int] = Counter()
     errors: Counter[str] = Counter()
@@ -146,7 +149,7 @@ async def open_loop(port: int, raws: list[bytes], *, rate: float, seconds: float
         lat["all"].append(took)
         if str(status) in lat:
             lat[str(status)].append(took)
-        idle.append(conn)
+        idle.append((conn, time.perf_counter()))
 
     start = time.perf_counter()
     k = 0
@@ -156,8 +159,12 @@ async def open_loop(port: int, raws: list[bytes], *, rate: float, seconds: float
         while k < due_count:
             due = start + k / rate
             max_late = max(max_late, time.perf_counter() - due)
+            while idle and time.perf_counter() - idle[0][1] > MAX_IDLE_S:  # oldest first
+                stale, _ = idle.pop(0)
+                stale.writer.close()
+                opened -= 1
             if idle:
-                conn: HttpConnection | None = idle.pop()
+                conn: HttpConnection | None = idle.pop()[0]
             elif opened < max_connections:
                 conn, opened = None, opened + 1
                 peak_open = max(peak_open, opened)
@@ -172,7 +179,7 @@ async def open_loop(port: int, raws: list[bytes], *, rate: float, seconds: float
         await asyncio.sleep(max(0.0005, (k / rate) - (time.perf_counter() - start)))
     if tasks:
         await asyncio.wait(list(tasks), timeout=60)
-    for conn in idle:
+    for conn, _ in idle:
         await conn.close()
     return {"rate": round(rate, 1), "seconds": seconds, "offered": k, "statuses": dict(sorted(statuses.items())),
             "client_errors": dict(errors), "not_sent": not_sent, "unfinished": len(tasks),

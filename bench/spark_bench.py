@@ -54,22 +54,49 @@ def core_train(corpus: Path, out: Path, sets: list[str]) -> tuple[dict[str, Any]
     return result, wall
 
 
-def in_process_inference(model_dir: Path, texts: list[str], threads: int) -> dict[str, float]:
-    """Extractor tokens/s in this process with ``threads`` TF threads (1 = per core)."""
+def in_process_inference(model_dir: Path, texts_file: Path, *, part: int, parts: int) -> dict[str, float]:
+    """Extractor tokens/s in this process on every ``parts``-th text, with one TF thread (one core)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     from nerservice.inference import Extractor
 
+    texts = [json.loads(line)["text"] for line in texts_file.read_text().splitlines()][part::parts]
     ex = Extractor.load(model_dir)
     tokens = ex.count_tokens(texts)
-    ex.extract(texts[:200])  # warm-up: trace/compile the shapes once, as a long-running server would have
+    ex.extract(texts[:200])  # warm-up: trace the shapes once, as a long-running server would have
     t0 = time.perf_counter()
-    ex.extract(texts)
+    for i in range(0, len(texts), 2048):  # the batch size predict.py hands the Extractor (--arrow-batch)
+        ex.extract(texts[i:i + 2048])
     seconds = time.perf_counter() - t0
     return {"tokens": tokens, "seconds": seconds, "tokens_per_s": tokens / seconds}
+
+
+def in_process_runs(model_dir: Path, texts_file: Path, parallel: int) -> list[dict[str, float]]:
+    """``parallel`` single-thread processes at once, each on its share of the texts."""
+    cmd = [sys.executable, __file__, "--inproc", str(model_dir), str(texts_file)]
+    procs = [subprocess.Popen([*cmd, str(i), str(parallel)], stdout=subprocess.PIPE, text=True,
+                              stderr=subprocess.DEVNULL) for i in range(parallel)]
+    return [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+
+
+def max_weight_difference(a: Path, b: Path) -> dict[str, float]:
+    """Largest absolute difference between two saved models' weights (same architecture)."""
+    import h5py
+    import numpy as np
+
+    arrays: list[dict[str, np.ndarray]] = []
+    for d in (a, b):
+        found: dict[str, np.ndarray] = {}
+        with h5py.File(d / "model.weights.h5", "r") as f:
+            f.visititems(lambda name, obj: found.__setitem__(name, obj[()]) if isinstance(obj, h5py.Dataset) else None)
+        arrays.append(found)
+    assert arrays[0].keys() == arrays[1].keys()
+    diffs = [float(np.max(np.abs(arrays[0][k] - arrays[1][k]))) for k in arrays[0] if arrays[0][k].size]
+    scale = max(float(np.max(np.abs(v))) for v in arrays[0].values() if v.size)
+    return {"max_abs_weight_diff": max(diffs), "max_abs_weight": scale, "weight_arrays": len(diffs)}
 
 
 def _preprocess(cluster: SparkCluster, c: Path, prep: Path, results: dict[str, Any], *extra: str) -> dict[str, Any]:
@@ -95,7 +122,10 @@ def main() -> None:
     p.add_argument("--corpus", type=Path, default=Path("/work/shared/data/corpora/NCBI-disease"))
     p.add_argument("--work", type=Path, default=Path("/tmp/nerservice-spark-bench"))
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--replicate", type=int, default=20, help="inference texts = test sentences x N")
+    p.add_argument("--replicate", type=int, default=60, help="inference texts = test sentences x N")
+    p.add_argument("--partitions", type=int, default=4, help="predict.py --partitions")
+    p.add_argument("--equivalence-epochs", type=int, metavar="N", help="also: train 1 and 2 workers for N epochs "
+                   "with dropout 0 (no random masks) and compare their final weights")
     p.add_argument("--skip", nargs="*", default=[], choices=["prep", "core", "w1", "w2", "predict"])
     p.add_argument("--w2v", type=int, metavar="DIM", help="also: preprocess with --word2vec DIM (MLlib, all "
                    "tokens) and train 1 worker with those vectors, to compare F1 with train_w1")
@@ -139,19 +169,34 @@ def main() -> None:
             src = work / "texts.jsonl"
             src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
             pred, wall = run(cluster, "spark_jobs/predict.py", "--model", str(model_dir), "--input", str(src),
-                             "--output", str(work / "preds"), "--overwrite", "--partitions", "8")
-            local = in_process_inference(model_dir, texts, threads=1)
+                             "--output", str(work / "preds"), "--overwrite", "--partitions", str(args.partitions))
+            alone = in_process_runs(model_dir, src, 1)[0]
+            pair = in_process_runs(model_dir, src, 2)  # both cores busy, as during the Spark job
             cores = 2
-            results["predict"] = {
-                "texts": len(texts), "tokens": local["tokens"], "wall_s": wall, "infer_s": pred["infer_seconds"],
-                "extract_s_all_tasks": pred["extract_seconds"], "extractor_loads": pred["extractor_loads"],
-                "spark_tokens_per_s": local["tokens"] / pred["infer_seconds"],
-                "spark_tokens_per_s_per_core": local["tokens"] / pred["infer_seconds"] / cores,
-                "spark_steady_tokens_per_s_per_core": local["tokens"] / pred["extract_seconds"],
-                "in_process_tokens_per_s_1_thread": local["tokens_per_s"]}
-            r = results["predict"]
-            r["ratio_per_core"] = r["spark_tokens_per_s_per_core"] / r["in_process_tokens_per_s_1_thread"]
-            r["ratio_steady"] = r["spark_steady_tokens_per_s_per_core"] / r["in_process_tokens_per_s_1_thread"]
+            tokens = alone["tokens"]
+            r = results["predict"] = {
+                "texts": len(texts), "tokens": tokens, "partitions": pred["partitions"], "wall_s": wall,
+                "infer_s": pred["infer_seconds"], "extract_s_all_tasks": pred["extract_seconds"],
+                "extractor_loads": pred["extractor_loads"],
+                "spark_tokens_per_s_per_core": tokens / pred["infer_seconds"] / cores,
+                "spark_steady_tokens_per_s_per_core": tokens / pred["extract_seconds"],
+                "in_process_1_thread_alone": alone["tokens_per_s"],
+                "in_process_1_thread_2_concurrent": sum(x["tokens"] for x in pair) / sum(x["seconds"] for x in pair)}
+            for base in ("in_process_1_thread_alone", "in_process_1_thread_2_concurrent"):
+                r[f"ratio_vs_{base}"] = r["spark_tokens_per_s_per_core"] / r[base]
+                r[f"ratio_steady_vs_{base}"] = r["spark_steady_tokens_per_s_per_core"] / r[base]
+            save()
+        if args.equivalence_epochs:
+            eq_sets = ["--set", f"training.epochs={args.equivalence_epochs}", "--set", "model.dropout=0.0"]
+            runs = {}
+            for world in (1, 2):
+                summary, wall = run(cluster, "spark_jobs/train.py", "--data", str(prep), "--out",
+                                    str(work / f"equiv-w{world}"), "--workers", str(world), "--no-resume", *eq_sets)
+                runs[world] = {"wall_s": wall, "test_f1": summary["test"]["micro"]["f1"],
+                               "loss": [h["loss"] for h in summary["history"]]}
+            diff = max_weight_difference(work / "equiv-w1" / "model-last", work / "equiv-w2" / "model-last")
+            results["equivalence_no_dropout"] = {"epochs": args.equivalence_epochs, "w1": runs[1], "w2": runs[2],
+                                                 **diff}
             save()
         if args.w2v:
             prep_w2v = work / "prep-w2v"
@@ -168,4 +213,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 6 and sys.argv[1] == "--inproc":  # a worker process of in_process_runs
+        print(json.dumps(in_process_inference(Path(sys.argv[2]), Path(sys.argv[3]), part=int(sys.argv[4]),
+                                              parts=int(sys.argv[5]))))
+    else:
+        main()

@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> None:
         spark.stop()
     print(json.dumps({"accounting": stats["accounting"], "splits": {k: {"sentences": v["sentences"], "tokens":
           v["tokens"], "entities": v["entities"]} for k, v in stats["splits"].items()},
-          "seconds": stats["seconds"], "tokens_per_s": stats["tokens_per_s"]}, indent=2), flush=True)
+          "word2vec": stats.get("word2vec"), "seconds": stats["seconds"], "tokens_per_s": stats["tokens_per_s"]},
+          indent=2), flush=True)
 
 
 if __name__ == "__main__":

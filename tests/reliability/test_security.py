@@ -45,7 +45,7 @@ def raw_exchange(port: int, head: bytes, body_chunks: list[bytes] = (), *, pause
         s.setblocking(True)
         s.settimeout(timeout)
         try:
-            while b"\r\n\r\n" not in response:
+            while not _complete(response):
                 data = s.recv(65536)
                 if not data:
                     break
@@ -56,15 +56,29 @@ def raw_exchange(port: int, head: bytes, body_chunks: list[bytes] = (), *, pause
     return int(response.split(b" ", 2)[1]), response, sent
 
 
+def _complete(response: bytes) -> bool:
+    """Headers and the Content-Length body have arrived."""
+    head, sep, body = response.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value)
+    return True
+
+
 # --- admin token -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("header", [None, "Bearer wrong", "Bearer ", "Bearer {token}x", "Bearer {prefix}",
+@pytest.mark.parametrize("header", [None, "Bearer wrong", "Bearer ", "Bearer", "Bearer {token}x", "Bearer {prefix}",
                                     "Basic {token}", "{token}", "bearer  {token} extra"])
 def test_reload_refused_without_the_exact_token(rel_server: Server, rel_token: str, header: str | None) -> None:
-    headers = {} if header is None else {"Authorization": header.format(token=rel_token, prefix=rel_token[:-1])}
-    r = httpx.post(rel_server.url + RELOAD, headers=headers, timeout=30)
-    assert r.status_code == 401 and r.json()["error"]["code"] == "NER602", r.text
-    assert rel_token not in r.text
+    # Raw bytes: httpx refuses to send header values with trailing spaces, which are exactly the edge cases.
+    line = "" if header is None else f"Authorization: {header.format(token=rel_token, prefix=rel_token[:-1])}\r\n"
+    status, response, _ = raw_exchange(rel_server.port, f"POST {RELOAD} HTTP/1.1\r\nHost: 127.0.0.1\r\n{line}"
+                                       "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+    assert status == 401 and b"NER602" in response, response[:400]
+    assert rel_token.encode() not in response
 
 
 def test_reload_accepted_with_the_token(rel_server: Server, rel_token: str) -> None:
@@ -93,13 +107,23 @@ def test_empty_configured_token_disables_admin(tiny_model_dir: Path, tmp_path: P
     server = start_server({"NERSERVICE_API_MODEL": str(tiny_model_dir), "NERSERVICE_API_ADMIN_TOKEN": ""},
                           log_path=tmp_path / "server.log")
     try:
-        for headers in ({}, {"Authorization": "Bearer "}, {"Authorization": "Bearer"}, {"Authorization": ""}):
-            r = httpx.post(server.url + RELOAD, headers=headers, timeout=30)
-            assert r.status_code == 401, (headers, r.status_code, r.text)
-            assert "disabled" in r.json()["error"]["message"]
+        for line in ("", "Authorization: Bearer \r\n", "Authorization: Bearer\r\n", "Authorization: \r\n"):
+            status, response, _ = raw_exchange(server.port, f"POST {RELOAD} HTTP/1.1\r\nHost: 127.0.0.1\r\n{line}"
+                                               "Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+            assert status == 401 and b"disabled" in response, (line, response[:400])
         assert server.metric("nerservice_model_reloads_total", outcome="unchanged") == 0
     finally:
         server.stop()
+
+
+def test_misspelled_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in a limit (or in the token's variable name) must not silently leave the default in place."""
+    from api.settings import load_settings
+    from nerservice.errors import ConfigError
+
+    monkeypatch.setenv("NERSERVICE_API_ADMIN_TOKN", "s3cret")
+    with pytest.raises(ConfigError, match="NERSERVICE_API_ADMIN_TOKN"):
+        load_settings()
 
 
 # --- model references --------------------------------------------------------------------------------
@@ -174,13 +198,6 @@ def _rss(server: Server) -> int:
     from .servers import rss_kib
 
     return rss_kib(server.pid)
-
-
-def test_lying_small_content_length_does_not_smuggle(rel_server: Server) -> None:
-    """More bytes than declared: the extra bytes are never parsed as part of the body."""
-    body = b'{"text": "aspirin"}'
-    status, response, _ = raw_exchange(rel_server.port, _head(f"Content-Length: {len(body)}\r\n") + body + b"x" * 70000)
-    assert status == 200, response[:300]
 
 
 # --- CORS ----------------------------------------------------------------------------------------------
