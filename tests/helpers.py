@@ -117,3 +117,19 @@ def random_crf_problem(seed: int, *, k: int = 3, lengths: tuple[int, ...] = (5, 
         "start": rng.normal(0, 1, k),
         "end": rng.normal(0, 1, k),
     }
+
+
+# Small enough to train in ~20 s on 2 cores, big enough to learn the demo corpus: test entity F1 1.0 by
+# epoch 2-3 for training seeds 1, 2, 3, 7 and corpus seeds 5, 11, 23 (patience 2 stops soon after).
+TINY_OVERRIDES = {
+    "model.char_embedding_dim": 12, "model.char_cnn_filters": 16, "model.char_lstm_units": 12,
+    "model.word_embedding_dim": 32, "model.dense_units": 48, "model.lstm_units": 24, "model.lstm_layers": 2,
+    "model.dropout": 0.2, "training.epochs": 12, "training.batch_size": 16, "training.patience": 2,
+    "training.learning_rate": 0.005, "training.seed": 3,
+}
+
+
+def tiny_config():
+    from nerservice.config import NerConfig
+
+    return NerConfig().with_overrides(TINY_OVERRIDES)

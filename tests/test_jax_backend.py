@@ -25,7 +25,7 @@ assert keras.backend.backend() == "jax", keras.backend.backend()
 import numpy as np
 from keras import ops
 from helpers import brute_force_crf, random_crf_problem
-from conftest import tiny_config
+from helpers import tiny_config
 from nerservice.data import read_corpus
 from nerservice.inference import Extractor
 from nerservice.model.crf import CRF

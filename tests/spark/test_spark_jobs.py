@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import TINY_OVERRIDES  # tests/conftest.py
+from helpers import TINY_OVERRIDES  # tests/helpers.py
 
 from .job_helpers import check, last_json
 
@@ -17,8 +17,9 @@ MODEL_NAME = "spark-demo"
 
 
 def overrides(**extra: object) -> list[str]:
+    """TINY_OVERRIDES for train.py --set; patience pinned high so the epoch counts asserted below are exact."""
     args: list[str] = []
-    for key, value in {**TINY_OVERRIDES, **extra}.items():
+    for key, value in {**TINY_OVERRIDES, "training.patience": 50, **extra}.items():
         args += ["--set", f"{key}={json.dumps(value)}"]
     return args
 

@@ -19,7 +19,7 @@ def _replay(callback, outcome) -> None:
 
 
 def test_callback_logs_the_run_and_registers(store, model_name, tiny_training):
-    from conftest import tiny_config
+    from helpers import tiny_config
 
     from nerservice.store import StoreCallback
 
@@ -40,7 +40,7 @@ def test_callback_logs_the_run_and_registers(store, model_name, tiny_training):
 
 
 def test_callback_without_a_name_only_tracks(store, tiny_training):
-    from conftest import tiny_config
+    from helpers import tiny_config
 
     from nerservice.store import StoreCallback
 
@@ -52,7 +52,7 @@ def test_callback_without_a_name_only_tracks(store, tiny_training):
 
 
 def test_store_outage_does_not_kill_training_but_fails_registration(monkeypatch, tmp_path, tiny_training, capsys):
-    from conftest import tiny_config
+    from helpers import tiny_config
 
     from nerservice.store import ModelStore, StoreCallback
     from nerservice.store.local_server import free_port
@@ -70,7 +70,7 @@ def test_store_outage_does_not_kill_training_but_fails_registration(monkeypatch,
 
 
 def test_callback_refuses_a_bad_name_before_training(store):
-    from conftest import tiny_config
+    from helpers import tiny_config
 
     from nerservice.errors import InvalidModelRefError
     from nerservice.store import StoreCallback

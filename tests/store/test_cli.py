@@ -81,7 +81,7 @@ def test_models_commands_round_trip(cli_env, model_name, tiny_model_dir, tmp_pat
 
 @pytest.mark.slow
 def test_train_registers_and_promotes(store_env, model_name, demo_corpus, tmp_path):
-    from conftest import TINY_OVERRIDES
+    from helpers import TINY_OVERRIDES
 
     from nerservice.inference import Extractor
 
