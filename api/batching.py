@@ -4,8 +4,11 @@ inference thread.
 Shape borrowed from text-embeddings-inference's router: handlers only enqueue a ``Job`` and await its
 future; the batcher takes the first waiting job, adds whatever else is already queued while the batch stays
 under ``max_batch_texts`` and ``max_batch_tokens``, and only when the queue is empty waits up to
-``max_wait_ms`` (counted from the first job's arrival) for company.  A request is never split: one bigger
-than a cap runs alone.  Jobs whose future is already done (the client went away) are skipped, never run.
+``max_wait_ms`` (counted from the first job's arrival) for company.  Right after a batch it also waits up
+to ``merge_wait_ms`` for the requests its clients are about to send (see settings.py: without it, clients
+under steady load split into groups that alternate with half-size, less efficient model calls).  A
+request is never split: one bigger than a cap runs alone.  Jobs whose future is already done (the client
+went away) are skipped, never run.
 
 Keras/TF calls are not safe to run on the event loop (they block it for the whole batch), so inference
 runs on a single dedicated thread; batching, not more threads, gives the throughput on 2 cores.
@@ -59,6 +62,7 @@ class Batcher:
         self._queue: asyncio.Queue[Job] = asyncio.Queue(maxsize=settings.max_queue)
         self._held: Job | None = None  # taken from the queue but did not fit the previous batch
         self._task: asyncio.Task[None] | None = None
+        self._after_batch = False  # the previous loop ran a batch (its clients will be back shortly)
         self._infer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nerservice-infer")
         metrics.set_queue_depth_source(lambda: self.depth)
 
@@ -125,10 +129,22 @@ class Batcher:
 
     async def _collect(self) -> list[Job]:
         s = self.settings
+        wait, merge = s.max_wait_ms / 1000.0, s.merge_wait_ms / 1000.0
+        ready = time.perf_counter()
+        # Right after a batch, its clients are about to send their next requests: wait for those too (see
+        # merge_wait_ms), else the clients split into groups that alternate with half-size model calls.
+        merge_until = ready + merge if self._after_batch and merge > 0 else None
+        self._after_batch = False
         batch: list[Job] = []
         texts = tokens = 0
-        deadline: float | None = None
+        last_fresh: float | None = None  # arrival of the latest job that came after `ready`
         while texts < s.max_batch_texts and tokens < s.max_batch_tokens:
+            deadline = None  # the first job is awaited for as long as it takes
+            if batch:
+                deadline = batch[0].enqueued + wait
+                if merge_until is not None:  # until the first fresh arrival, then while they keep coming
+                    more = merge_until if last_fresh is None else min(merge_until, last_fresh + wait)
+                    deadline = max(deadline, more)
             job = await self._next_job(deadline)
             if job is None:
                 break
@@ -140,8 +156,8 @@ class Batcher:
                 break
             batch.append(job)
             texts, tokens = texts + len(job.texts), tokens + job.tokens
-            if deadline is None:
-                deadline = job.enqueued + s.max_wait_ms / 1000.0
+            if job.enqueued > ready:
+                last_fresh = job.enqueued
         return batch
 
     async def _run(self) -> None:
@@ -177,6 +193,7 @@ class Batcher:
                 runnable.append(job)
         if runnable:
             await self._infer(loop, served, runnable)
+            self._after_batch = True
 
     async def _infer(self, loop: asyncio.AbstractEventLoop, served: ServedModel, batch: list[Job]) -> None:
         texts = [t for job in batch for t in job.texts]

@@ -4,6 +4,9 @@ error map."""
 from __future__ import annotations
 
 import asyncio
+import gc
+import shutil
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +39,10 @@ def run_with_batcher(model_dir: Path, body: Any, **limits: Any) -> Any:
             await batcher.stop()
             slot.close()
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    finally:
+        gc.unfreeze()  # the slot froze the heap (as the server does); give the test process its GC back
 
 
 def test_batches_respect_the_text_cap(tiny_model_dir, tiny_extractor, demo_texts) -> None:
@@ -134,3 +140,34 @@ def test_unknown_exceptions_become_a_generic_500() -> None:
     status, body = error_payload(RuntimeError("patient John Doe has leukemia"))
     assert status == 500 and body["error"]["code"] == "NER000"
     assert "John" not in str(body)  # internal messages may hold request text: never echoed
+
+
+def test_reload_swaps_and_frees_the_old_model(tiny_model_dir, tmp_path: Path, monkeypatch) -> None:
+    import api.model_slot as model_slot
+    from nerservice.saved_model import load_model, save_model
+
+    monkeypatch.setattr(model_slot, "RELEASE_DELAY_S", 0.01)
+    served = shutil.copytree(tiny_model_dir, tmp_path / "served")
+    settings = ApiSettings(model=str(served))
+
+    async def main() -> tuple[dict[str, Any], Any, int]:
+        slot = ModelSlot(settings.model, settings)
+        await slot.load_initial()
+        assert gc.get_freeze_count() > 100_000  # TF + Keras + the model, out of the GC's way
+        old_model = weakref.ref(slot.current.extractor.loaded.model)
+        loaded = load_model(served)  # a new version in place: same weights, different metrics
+        save_model(served, model=loaded.model, vocabs=loaded.vocabs, config=loaded.config,
+                   metrics={**loaded.metrics, "note": "v2"}, lineage=loaded.lineage)
+        del loaded
+        outcome = await slot.reload()
+        await slot._release  # the delayed collection of the old model
+        slot.close()
+        return outcome, old_model, gc.get_freeze_count()
+
+    try:
+        outcome, old_model, frozen = asyncio.run(main())
+    finally:
+        gc.unfreeze()
+    assert outcome["changed"] and outcome["previous"]["version"] != outcome["current"]["version"]
+    assert old_model() is None  # collected, not kept alive in the frozen generation
+    assert frozen > 100_000  # and the heap is frozen again afterwards
