@@ -93,7 +93,7 @@ def _require_admin(settings: ApiSettings, credentials: HTTPAuthorizationCredenti
     given = credentials.credentials.encode("utf-8", "surrogateescape") if credentials is not None else b""
     expected = settings.admin_token.get_secret_value().encode("utf-8", "surrogateescape")
     # Constant-time: the comparison must not reveal how many leading characters were right.
-    if not hmac.compare_digest(given, expected):
+    if not given or not hmac.compare_digest(given, expected):
         raise UnauthorizedError("missing or wrong admin token", hint=hint)
 
 

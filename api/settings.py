@@ -5,17 +5,20 @@ model folder, a training output folder (its ``model-best`` is served) or a model
 ``demo@production`` (resolved through ``NERSERVICE_STORE_DIR`` / the store's own settings).
 
 Every limit says what raising it costs.  The numbers are sized for a 2-core machine serving the default
-Bi-LSTM-CNN-Char-CRF (300-500 one-sentence texts/s, 8-13k tokens/s when the machine is quiet).
+Bi-LSTM-CNN-Char-CRF: ~450 one-sentence requests/s through the server at 64 clients when the machine is
+quiet (bench/results/api.md), half that when it is shared with training jobs.
 """
 from __future__ import annotations
 
+import logging
 import os
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nerservice.errors import ConfigError
 
+log = logging.getLogger("nerservice.api")
 ENV_PREFIX = "NERSERVICE_API_"
 
 
@@ -24,8 +27,14 @@ class ApiSettings(BaseSettings):
                                       populate_by_name=True)
 
     model: str | None = Field(None, validation_alias=AliasChoices("NERSERVICE_API_MODEL", "NERSERVICE_MODEL"))
-    # Bearer token for POST /v1/models/reload. Unset = admin endpoints refuse every call.
+    # Bearer token for POST /v1/models/reload. Unset or empty = admin endpoints refuse every call (an
+    # empty variable, e.g. passed through by docker-compose, must never mean "no token needed").
     admin_token: SecretStr | None = None
+
+    @field_validator("admin_token")
+    @classmethod
+    def _empty_token_is_no_token(cls, v: SecretStr | None) -> SecretStr | None:
+        return v if v is not None and v.get_secret_value().strip() else None
 
     # --- request limits (checked before anything is queued) ------------------------------------------
     # Raising it: more memory per request (the body is held in full) and longer JSON parsing on the event
@@ -56,7 +65,7 @@ class ApiSettings(BaseSettings):
     # (~20% less throughput at 64 clients here).
     merge_wait_ms: float = Field(10.0, ge=0.0)
     # Requests waiting for the model; beyond it the service answers 429. Raising it trades 429s for
-    # latency: a full queue of N one-sentence requests is ~N/400 s of waiting on this machine.
+    # latency: a full queue of N one-sentence requests is ~N/450 s of waiting on this machine.
     max_queue: int = Field(256, ge=1)
     # Seconds a 429/503 answer tells clients to wait (Retry-After).
     retry_after_s: int = Field(1, ge=0)
@@ -82,11 +91,12 @@ class ApiSettings(BaseSettings):
 
 def load_settings(**overrides: object) -> ApiSettings:
     """Settings from the environment (plus explicit overrides), with a coded error instead of a traceback.
-    An unknown ``NERSERVICE_API_*`` variable is an error too: a typo must not silently leave a default."""
+    An unknown ``NERSERVICE_API_*`` variable gets a warning, so a typo does not silently leave a default
+    (a warning, not an error: docker-compose's own NERSERVICE_API_IMAGE shares the prefix)."""
     known = {ENV_PREFIX + name.upper() for name in ApiSettings.model_fields}
     unknown = sorted(k for k in os.environ if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
     if unknown:
-        raise ConfigError(f"unknown API setting(s): {', '.join(unknown)}", hint=f"known: {', '.join(sorted(known))}")
+        log.warning("ignoring unknown API setting(s) %s (known: %s)", ", ".join(unknown), ", ".join(sorted(known)))
     try:
         return ApiSettings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 
 import httpx
 import pytest
@@ -88,14 +87,13 @@ def _raw_exchange(port: int, head: bytes, chunks: list[bytes], *, finish: bool) 
 
 
 def test_content_length_over_limit_is_refused_before_the_body_arrives(api_server) -> None:
-    # Announce 100 MB, send 10 bytes, never the rest: the answer must come from the header alone.
+    # Announce 100 MB, send 10 bytes, never the rest: the answer must come from the header alone (a
+    # server that waited for the body would never answer, and the socket timeout fails the test).
     head = (b"POST /v1/extract HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             b"Content-Length: 100000000\r\n\r\n")
-    t0 = time.monotonic()
     status, body = _raw_exchange(api_server.port, head, [b'{"texts": '], finish=False)
     assert status == 413 and body["error"]["code"] == "NER601"
     assert "Content-Length" in body["error"]["message"]
-    assert time.monotonic() - t0 < 10
 
 
 def test_chunked_body_is_counted_while_streaming(api_server) -> None:

@@ -5,8 +5,6 @@ and answers conform to the documented schemas, status codes and content types.
 operations are driven with Hypothesis directly: one bounded run per operation and generation mode.)"""
 from __future__ import annotations
 
-import time
-
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -29,7 +27,6 @@ def test_no_server_errors_over_the_openapi_schema(api_server) -> None:
     labels = sorted(op.label for op in operations)
     assert "POST /v1/extract" in labels and "POST /v1/models/reload" in labels and "GET /readyz" in labels
     calls: dict[str, int] = {}
-    t0 = time.monotonic()
     for op in operations:
         for mode in schemathesis.GenerationMode:
             n = EXAMPLES.get(op.label, OTHER_EXAMPLES)
@@ -47,4 +44,3 @@ def test_no_server_errors_over_the_openapi_schema(api_server) -> None:
             except Unsatisfiable:  # no input to make invalid (e.g. GET /healthz takes no parameters)
                 assert mode is schemathesis.GenerationMode.NEGATIVE and op.label != "POST /v1/extract"
     assert calls["POST /v1/extract"] >= 150 and sum(calls.values()) >= 180  # it really generated requests
-    assert time.monotonic() - t0 < 120

@@ -24,7 +24,8 @@ def test_serve_refuses_bad_settings() -> None:
 @pytest.mark.parametrize("model,reason", [(None, "no model configured"),
                                           ("/nonexistent/model-dir", "failed to load")])
 def test_alive_but_not_ready_without_a_usable_model(tmp_path: Path, model: str | None, reason: str) -> None:
-    env = {"NERSERVICE_API_MODEL": model} if model else {}
+    # An empty admin token (docker-compose passes one through when the shell has it empty) means admin off.
+    env = {"NERSERVICE_API_ADMIN_TOKEN": "", **({"NERSERVICE_API_MODEL": model} if model else {})}
     server = start_server(env, log_path=tmp_path / "server.log", wait_ready=False)
     try:
         assert httpx.get(server.url + "/healthz").json() == {"status": "ok"}
@@ -37,6 +38,9 @@ def test_alive_but_not_ready_without_a_usable_model(tmp_path: Path, model: str |
         assert models["model"] is None and models["state"] == ("empty" if model is None else "failed")
         if model is not None:
             assert models["error"]["code"] == "NER401"
+        for headers in ({}, {"Authorization": "Bearer"}, {"Authorization": "Bearer x"}):
+            r = httpx.post(server.url + "/v1/models/reload", headers=headers)
+            assert r.status_code == 401 and "disabled" in r.json()["error"]["message"]
         # Bad input is still refused as bad input, before the missing model matters.
         assert httpx.post(server.url + "/v1/extract", json={"texts": []}).status_code == 400
     finally:
