@@ -104,11 +104,18 @@ def _fingerprint(path: Path) -> str:
         raise ModelLoadError(f"{path}: cannot read manifest.json ({exc.strerror})", path=str(path)) from None
 
 
+def _is_dir(ref: str) -> bool:
+    try:
+        return Path(ref).is_dir()
+    except OSError:  # e.g. ENAMETOOLONG: not a folder; the store reference parser gives the coded error
+        return False
+
+
 def locate(ref: str) -> ModelSource:
     """Resolve ``ref`` (a folder or a store reference) to a concrete, pinned version."""
     from nerservice.cli.common import resolve_model_dir
 
-    if Path(ref).is_dir():
+    if _is_dir(ref):
         path = resolve_model_dir(ref)
         name = path.parent.name if path.name in ("model-best", "model-last") else path.name
         # A folder has no version number: its content hash is one (a retrain into the same folder changes it).

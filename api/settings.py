@@ -89,14 +89,19 @@ class ApiSettings(BaseSettings):
     warmup: bool = True
 
 
+NOT_SETTINGS = frozenset({"NERSERVICE_API_IMAGE"})  # docker-compose interpolation, not a server setting
+
+
 def load_settings(**overrides: object) -> ApiSettings:
     """Settings from the environment (plus explicit overrides), with a coded error instead of a traceback.
-    An unknown ``NERSERVICE_API_*`` variable gets a warning, so a typo does not silently leave a default
-    (a warning, not an error: docker-compose's own NERSERVICE_API_IMAGE shares the prefix)."""
-    known = {ENV_PREFIX + name.upper() for name in ApiSettings.model_fields}
+    An unknown ``NERSERVICE_API_*`` variable is an error, so a typo (``..._ADMIN_TOKN``) never silently
+    leaves a default in place; deployment variables that share the prefix but are not settings (the compose
+    file's image name) are listed in NOT_SETTINGS."""
+    known = {ENV_PREFIX + name.upper() for name in ApiSettings.model_fields} | NOT_SETTINGS
     unknown = sorted(k for k in os.environ if k.upper().startswith(ENV_PREFIX) and k.upper() not in known)
     if unknown:
-        log.warning("ignoring unknown API setting(s) %s (known: %s)", ", ".join(unknown), ", ".join(sorted(known)))
+        raise ConfigError(f"unknown API setting(s) {', '.join(unknown)}",
+                          hint=f"known: {', '.join(sorted(known - NOT_SETTINGS))}")
     try:
         return ApiSettings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import logging
 import shutil
 import weakref
 from pathlib import Path
@@ -111,7 +110,7 @@ def test_model_check_and_not_ready(tiny_model_dir) -> None:
     run_with_batcher(tiny_model_dir, body)
 
 
-def test_settings_from_env_and_errors(monkeypatch, caplog) -> None:
+def test_settings_from_env_and_errors(monkeypatch) -> None:
     monkeypatch.setenv("NERSERVICE_MODEL", "fallback@production")
     assert load_settings().model == "fallback@production"
     monkeypatch.setenv("NERSERVICE_API_MODEL", "demo@production")
@@ -125,10 +124,12 @@ def test_settings_from_env_and_errors(monkeypatch, caplog) -> None:
         load_settings()
     monkeypatch.setenv("NERSERVICE_API_MAX_QUEUE", "8")
     assert load_settings().max_queue == 8
+    monkeypatch.setenv("NERSERVICE_API_IMAGE", "nerservice-api:dev")  # compose's image name: not a setting
+    assert load_settings().max_queue == 8
     monkeypatch.setenv("NERSERVICE_API_MAX_TEXT", "5")  # a typo of MAX_TEXTS must not pass silently
-    with caplog.at_level(logging.WARNING, logger="nerservice.api"):
+    with pytest.raises(ConfigError) as err:
         load_settings()
-    assert "unknown API setting(s) NERSERVICE_API_MAX_TEXT " in caplog.text and "NERSERVICE_API_MAX_TEXTS" in caplog.text
+    assert "NERSERVICE_API_MAX_TEXT" in err.value.message and "NERSERVICE_API_MAX_TEXTS" in (err.value.hint or "")
 
 
 def test_settings_defaults_keep_cors_off_and_admin_disabled() -> None:
