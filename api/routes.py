@@ -5,6 +5,7 @@ import asyncio
 import hmac
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,10 +80,16 @@ async def _wait(request: Request, job: Job) -> JobResult | None:
     return None
 
 
+# A small pool of its own (not asyncio's shared default executor, up to cpu+4 threads created on demand):
+# tokenising is CPU-bound on a 2-core budget, so more threads only contend, and a fixed bound keeps the
+# server's thread count flat under bursts (tests/reliability/test_disconnect.py checks it).
+_TOKEN_COUNTER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nerservice-tokens")
+
+
 async def _count_tokens(extractor: Any, texts: list[str], settings: ApiSettings) -> int:
     if sum(map(len, texts)) <= settings.count_tokens_inline_chars:
         return extractor.count_tokens(texts)
-    return await asyncio.to_thread(extractor.count_tokens, texts)
+    return await asyncio.get_running_loop().run_in_executor(_TOKEN_COUNTER, extractor.count_tokens, texts)
 
 
 def _require_admin(settings: ApiSettings, credentials: HTTPAuthorizationCredentials | None) -> None:
