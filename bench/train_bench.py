@@ -19,7 +19,7 @@ from pathlib import Path
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", required=True, help="folder with train.tsv, devel.tsv, test.tsv")
-    ap.add_argument("--embeddings")
+    ap.add_argument("--embeddings", action="append", help="vectors source; repeat to concatenate sources")
     ap.add_argument("--out", default="/tmp/nerservice-bench")
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--json-out")

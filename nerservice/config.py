@@ -38,6 +38,9 @@ class ModelConfig(_Strict):
     lstm_units: int = Field(128, ge=1)  # NerDL: 128 per direction
     lstm_layers: int = Field(3, ge=1)  # NerDL graph: 3 residual BiLSTM layers
     dropout: float = Field(0.5, ge=0.0, lt=1.0)  # NerDL: 0.5
+    # Not in NerDL: during training, each token's word id becomes <unk> with this probability, so the
+    # network learns to tag from characters and context the words it will meet without a vector.
+    word_dropout: float = Field(0.0, ge=0.0, lt=1.0)
 
 
 class TrainingConfig(_Strict):

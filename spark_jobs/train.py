@@ -20,7 +20,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=1, help="barrier tasks = training processes (default 1)")
     p.add_argument("--config", help="config JSON")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
-    p.add_argument("--embeddings", help="pretrained vectors file (shipped to executors) or 'glove-6b-50d'")
+    p.add_argument("--embeddings", action="append", help="pretrained vectors file (shipped to executors) or "
+                   "'glove-6b-50d'; repeat to concatenate sources (e.g. GloVe + preprocess.py's word2vec.txt)")
     p.add_argument("--register", metavar="NAME", help="register the best model in the model store as NAME")
     p.add_argument("--promote", metavar="ALIAS", help="with --register: move ALIAS (e.g. production) to the "
                    "new version unless its dev F1 is worse than the current holder's")

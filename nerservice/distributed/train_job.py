@@ -15,7 +15,7 @@ from nerservice.config import NerConfig
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.faults import KillPlan
 from nerservice.distributed.worker import Row, TrainSpec, barrier_task, read_attempts
-from nerservice.embeddings import KUMO_ALIASES
+from nerservice.embeddings import KUMO_ALIASES, vector_sources
 from nerservice.errors import ConfigError, CorpusError, DistributedError, EmbeddingsError
 
 # Applied unless spark-submit sets them (session.get_session).
@@ -59,7 +59,7 @@ def read_splits(spark: Any, data_dir: str) -> dict[str, list[Row]]:
 
 
 def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config: NerConfig,
-                 embeddings: str | None = None, register: str | None = None, promote: str | None = None,
+                 embeddings: str | list[str] | None = None, register: str | None = None, promote: str | None = None,
                  resume: bool = True, collective_timeout_s: float = 600.0, kill: KillPlan | None = None) -> dict[str, Any]:
     if world < 1:
         raise ConfigError(f"--workers {world}: need at least 1")
@@ -72,14 +72,17 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
     out = local_out_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     data = read_splits(spark, data_dir)
-    shipped = False
-    if embeddings and Path(embeddings).is_file():
-        sc.addFile(str(Path(embeddings).resolve()))  # executors fetch it; no shared path needed
-        shipped = True
-    elif embeddings and embeddings not in KUMO_ALIASES:
-        raise EmbeddingsError(f"vectors file {embeddings} does not exist (on the driver, which ships it)",
-                              path=embeddings)
-    spec = TrainSpec(config=config.model_dump(mode="json"), out_dir=str(out), world=world, embeddings=embeddings,
+    sources = vector_sources(embeddings)
+    shipped: list[bool] = []
+    for src in sources:
+        if Path(src).is_file():
+            sc.addFile(str(Path(src).resolve()))  # executors fetch it; no shared path needed
+            shipped.append(True)
+        elif src in KUMO_ALIASES:
+            shipped.append(False)
+        else:
+            raise EmbeddingsError(f"vectors file {src} does not exist (on the driver, which ships it)", path=src)
+    spec = TrainSpec(config=config.model_dump(mode="json"), out_dir=str(out), world=world, embeddings=sources,
                      embeddings_shipped=shipped, register=register, promote=promote, resume=resume,
                      collective_timeout_s=collective_timeout_s, kill=kill,
                      sources={"data": data_dir, "embeddings": embeddings, "workers": world})

@@ -35,8 +35,8 @@ class TrainSpec:
     config: dict[str, Any]
     out_dir: str  # shared storage every executor sees (rank 0 writes, all read checkpoints)
     world: int
-    embeddings: str | None = None
-    embeddings_shipped: bool = False  # added with SparkContext.addFile: resolve with SparkFiles.get
+    embeddings: list[str] = field(default_factory=list)  # vectors sources, concatenated per word
+    embeddings_shipped: list[bool] = field(default_factory=list)  # per source: added with SparkContext.addFile
     register: str | None = None
     promote: str | None = None
     resume: bool = True
@@ -143,11 +143,13 @@ def _train(spec: TrainSpec, data: dict[str, list[Row]], *, rank: int, context: A
     train_s = sentences_from_rows(data["train"])
     dev_s = sentences_from_rows(data["dev"])
     test_s = sentences_from_rows(data["test"]) if data.get("test") else None
-    embeddings = spec.embeddings
-    if embeddings and spec.embeddings_shipped:
-        from pyspark import SparkFiles
+    embeddings: list[str] = []
+    for src, shipped in zip(spec.embeddings, spec.embeddings_shipped):
+        if shipped:  # resolve the executor's local copy
+            from pyspark import SparkFiles
 
-        embeddings = SparkFiles.get(Path(embeddings).name)
+            src = SparkFiles.get(Path(src).name)
+        embeddings.append(src)
     chief = rank == 0
     store_cb = None
     if chief and spec.register:
@@ -155,7 +157,7 @@ def _train(spec: TrainSpec, data: dict[str, list[Row]], *, rank: int, context: A
 
         store_cb = StoreCallback(ModelStore.from_env(), name=spec.register, config=config)
     armed = arm(spec.kill, rank=rank, out_dir=Path(spec.out_dir))
-    outcome = train(config, train_data=train_s, dev_data=dev_s, test_data=test_s, embeddings=embeddings,
+    outcome = train(config, train_data=train_s, dev_data=dev_s, test_data=test_s, embeddings=embeddings or None,
                     out_dir=spec.out_dir, sources=spec.sources, callbacks=[store_cb] if store_cb else [],
                     resume=spec.resume, progress=chief, strategy=strategy, rank=rank, world=spec.world)
     lengths = [len(s.tokens) for s in train_s]

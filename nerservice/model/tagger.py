@@ -15,6 +15,7 @@ from nerservice.config import ModelConfig
 from nerservice.model.crf import CRF
 from nerservice.model.decode import CrfParams
 from nerservice.model.layers import CharEncoder, ResidualBiLSTMStack
+from nerservice.text.vocab import UNK_ID
 
 INPUT_NAMES = ("token_ids", "lengths", "word_chars", "word_index")
 
@@ -32,6 +33,9 @@ class NerTagger(keras.Model):
             n_chars, embedding_dim=cfg.char_embedding_dim, cnn_filters=cfg.char_cnn_filters,
             cnn_width=cfg.char_cnn_width, lstm_units=cfg.char_lstm_units, name="char_encoder")
         self.input_dropout = keras.layers.Dropout(cfg.dropout, name="input_dropout")
+        self.word_dropout = cfg.word_dropout
+        # Created only when used, so models saved without word dropout keep exactly their variables.
+        self.word_dropout_seed = keras.random.SeedGenerator(name="word_dropout_seed") if cfg.word_dropout else None
         self.dense = keras.layers.Dense(cfg.dense_units, activation="relu", name="dense")
         self.stack = ResidualBiLSTMStack(cfg.lstm_units, cfg.lstm_layers, dropout=cfg.dropout, name="bilstm_stack")
         self.emission = keras.layers.Dense(n_tags, name="emissions")
@@ -49,7 +53,12 @@ class NerTagger(keras.Model):
 
     def call(self, inputs: dict[str, Any], training: bool = False) -> Any:
         lengths = inputs["lengths"]
-        words = self.word_embedding(ops.cast(inputs["token_ids"], "int32"))
+        token_ids = ops.cast(inputs["token_ids"], "int32")
+        if training and self.word_dropout_seed is not None:
+            drop = keras.random.uniform(ops.shape(token_ids), seed=self.word_dropout_seed) < self.word_dropout
+            # <pad> (0) stays <pad>; every other id may become <unk>.
+            token_ids = ops.where(ops.logical_and(drop, token_ids > 0), UNK_ID, token_ids)
+        words = self.word_embedding(token_ids)
         parts = [words]
         if self.char_encoder.output_dim:
             per_word = self.char_encoder(inputs["word_chars"])  # (U, F)

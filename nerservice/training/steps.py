@@ -4,7 +4,9 @@ TensorFlow: a ``tf.function`` with ``GradientTape`` that also runs under ``tf.di
 (FACTS.md: Keras 3 ``fit`` fails under MultiWorkerMirroredStrategy, a custom loop works).  Gradients are
 summed across replicas *before* clipping, so a 2-worker step clips exactly what a single process would.
 JAX: a jitted stateless step (``StatelessScope`` + ``optimizer.stateless_apply``); the state lives in
-JAX arrays during an epoch and is written back to the Keras variables by ``sync_to_model``.
+JAX arrays during an epoch and is written back to the Keras variables by ``sync_to_model``.  Under
+``keras.distribution.DataParallel`` (``nerservice.training.parallel``) the same step runs over several
+local devices: state replicated, batches sharded on their batch axis, the all-reduce inserted by XLA.
 
 The loss of a step is sum(NLL of its sentences) / n_global, where n_global counts the sentences of the
 whole (global) batch, so per-worker shards add up to the single-process loss.
@@ -117,7 +119,10 @@ class JaxStep:
         import jax
         import keras
 
+        from nerservice.training.parallel import Placement
+
         self.model, self.clip = model, config.clip_norm
+        self._placement = Placement.current(config.batch_size)
         self._optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
         self._optimizer.build(model.trainable_variables)
         tv_vars, ntv_vars = model.trainable_variables, model.non_trainable_variables
@@ -151,14 +156,19 @@ class JaxStep:
         self._tv = [jnp.array(v.value, copy=True) for v in self.model.trainable_variables]
         self._ntv = [jnp.array(v.value, copy=True) for v in self.model.non_trainable_variables]
         self._ov = [jnp.array(v.value, copy=True) for v in self._optimizer.variables]
+        if self._placement is not None:
+            self._tv, self._ntv, self._ov = (self._placement.state(x) for x in (self._tv, self._ntv, self._ov))
 
     @property
     def optimizer(self) -> Any:
         return self._optimizer
 
     def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> Any:
-        loss, self._tv, self._ntv, self._ov = self._step(self._tv, self._ntv, self._ov,
-                                                         {k: batch[k] for k in TRAIN_KEYS}, np.float32(n_global))
+        inputs = {k: batch[k] for k in TRAIN_KEYS}
+        if self._placement is not None:
+            inputs = self._placement.batch(inputs)
+        loss, self._tv, self._ntv, self._ov = self._step(self._tv, self._ntv, self._ov, inputs,
+                                                         np.float32(n_global))
         return loss
 
     def sync_to_model(self) -> None:

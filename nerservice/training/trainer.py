@@ -55,23 +55,37 @@ def build_vocabularies(train: Sequence[Sentence], *, also_tags: Sequence[Sentenc
     return Vocabularies(words=words, chars=chars, tags=tags)
 
 
-def vocabularies_with_vectors(train: Sequence[Sentence], others: Sequence[Sentence], embeddings: str | None,
-                              *, progress: bool = True) -> tuple[Vocabularies, np.ndarray | None, dict[str, Any]]:
+def vocabularies_with_vectors(train: Sequence[Sentence], others: Sequence[Sentence],
+                              embeddings: str | Sequence[str] | None, *, progress: bool = True
+                              ) -> tuple[Vocabularies, np.ndarray | None, dict[str, Any]]:
     """Training words, plus words of dev/test that have a pretrained vector (they are looked up at
-    inference anyway; without the row they would be <unk>)."""
-    if embeddings is None:
+    inference anyway; without the row they would be <unk>).
+
+    Several sources (e.g. GloVe and in-domain word2vec) are concatenated per word: each word's row is
+    [vector from source 1 | vector from source 2 | ...], zeros where a source lacks the word."""
+    from nerservice.embeddings import vector_sources
+
+    sources = vector_sources(embeddings)
+    if not sources:
         vocabs = build_vocabularies(train, also_tags=others)
         return vocabs, None, {"words": len(vocabs.words), "pretrained": None}
     from nerservice.embeddings import embedding_matrix, load_vectors
 
     train_words = {normalize_word(t) for s in train for t in s.tokens}
     other_words = {normalize_word(t) for s in others for t in s.tokens} - train_words
-    vectors = load_vectors(embeddings, keep=train_words | other_words, progress=progress)
-    extra = sorted(w for w in vectors.words if w in other_words)
+    loaded = [load_vectors(src, keep=train_words | other_words, progress=progress) for src in sources]
+    extra = sorted({w for v in loaded for w in v.words if w in other_words})
     vocabs = build_vocabularies(train, also_tags=others, extra_words=extra)
-    matrix, hits = embedding_matrix(vectors, vocabs.words)
-    stats = {"words": len(vocabs.words), "pretrained": str(embeddings), "dim": vectors.dim,
+    parts = [embedding_matrix(v, vocabs.words) for v in loaded]
+    matrix = np.concatenate([m for m, _ in parts], axis=1) if len(parts) > 1 else parts[0][0]
+    # A word "has a vector" when any source has it (its row is not all zeros).
+    hits = int(np.count_nonzero(np.any(matrix[2:] != 0, axis=1))) if len(parts) > 1 else parts[0][1]
+    pretrained: Any = str(sources[0]) if len(sources) == 1 else [str(x) for x in sources]
+    stats = {"words": len(vocabs.words), "pretrained": pretrained, "dim": int(matrix.shape[1]),
              "with_vector": hits, "coverage": hits / max(len(vocabs.words) - 2, 1)}
+    if len(parts) > 1:
+        stats["per_source"] = [{"source": str(src), "dim": v.dim, "with_vector": h}
+                               for src, v, (_, h) in zip(sources, loaded, parts)]
     return vocabs, matrix, stats
 
 
@@ -86,7 +100,7 @@ def train(
     train_data: Sequence[Sentence],
     dev_data: Sequence[Sentence],
     test_data: Sequence[Sentence] | None = None,
-    embeddings: str | None = None,
+    embeddings: str | Sequence[str] | None = None,
     out_dir: str | Path,
     sources: dict[str, Any] | None = None,
     callbacks: Sequence[TrainCallback] = (),

@@ -140,3 +140,27 @@ def test_same_seed_builds_identical_weights() -> None:
     for x, y in zip(a.get_weights(), b.get_weights()):
         np.testing.assert_array_equal(x, y)
     assert any(not np.array_equal(x, y) for x, y in zip(a.get_weights(), c.get_weights()))
+
+
+def test_word_dropout_replaces_words_with_unk_only_in_training(setup) -> None:
+    """model.word_dropout: in training a token's word vector is sometimes <unk>'s; inference never is."""
+    from keras import ops
+
+    from nerservice.model.tagger import build_tagger
+
+    _, vocabs, config = setup
+    n = dict(n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_tags=len(vocabs.tags), seed=0)
+    # dropout 0 isolates word dropout; rate 0.999 makes (almost) every word <unk>.
+    plain = build_tagger(tiny_model_config(dropout=0.0, max_word_length=12), **n)
+    wd = build_tagger(tiny_model_config(dropout=0.0, word_dropout=0.999, max_word_length=12), **n)
+    wd.set_weights(plain.get_weights() + [w for w in wd.get_weights()[len(plain.get_weights()):]])
+    batch = _encode(SENTENCES[:3], vocabs, config)
+    unk = dict(batch, token_ids=np.where(batch["token_ids"] > 0, 1, 0).astype(batch["token_ids"].dtype))
+    np.testing.assert_allclose(_emissions(wd, batch), _emissions(plain, batch), atol=1e-6)  # inference: off
+    trained = np.asarray(ops.convert_to_numpy(wd(batch, training=True)))
+    lens = batch["lengths"]
+    real = [trained[b, :n] for b, n in enumerate(lens)]
+    want = [_emissions(plain, unk)[b, :n] for b, n in enumerate(lens)]
+    for a, b in zip(real, want):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    assert not np.allclose(_emissions(plain, unk), _emissions(plain, batch))  # the test can tell
