@@ -33,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--register", metavar="NAME", help="register model-best in the model store under NAME")
     p.add_argument("--promote", metavar="ALIAS", help="with --register: point ALIAS at the new version if its "
                    "dev F1 is not worse than the current holder's")
+    p.add_argument("--data-parallel", type=int, metavar="N", help="KERAS_BACKEND=jax only: split every batch "
+                   "over N local GPUs in one process (keras.distribution.DataParallel); batch size must divide")
     p.add_argument("--print-config", action="store_true", help="print the effective config and exit")
     p.add_argument("--json", action="store_true", help="print the final metrics as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -66,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
             r = c.report
             print(f"{name}: {r.sentences} sentences, {r.tokens} tokens, entities {dict(r.entities)}"
                   f"{f', {len(r.skipped)} skipped' if r.skipped else ''}{f', {r.repaired} repaired' if r.repaired else ''}")
+    if args.data_parallel:
+        from nerservice.training.parallel import use_data_parallel
+
+        use_data_parallel(args.data_parallel)
     callbacks = []
     if args.register:
         from nerservice.store import ModelStore, StoreCallback

@@ -151,3 +151,12 @@ def test_predict_from_a_file_in_small_batches(tiny_model_dir: Path, tmp_path: Pa
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["line"] for r in rows] == list(range(1, 7))
     assert [e["text"] for e in rows[5]["entities"]] == ["aspirin", "caffeine"]
+
+
+def test_data_parallel_under_tensorflow_is_a_coded_error(demo_corpus, tmp_path: Path, capsys) -> None:
+    """--data-parallel is the JAX multi-GPU path; under TensorFlow it is refused before anything trains."""
+    rc = main(["train", "--train", str(demo_corpus["train"]), "--dev", str(demo_corpus["dev"]),
+               "--out", str(tmp_path / "o"), "--quiet", "--data-parallel", "2"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "KERAS_BACKEND=jax" in err and "NER" in err
+    assert not (tmp_path / "o" / "model-best").exists()
