@@ -123,6 +123,45 @@ class CharEncoder(keras.layers.Layer):
                 "cnn_filters": self.cnn_filters, "cnn_width": self.cnn_width, "lstm_units": self.lstm_units}
 
 
+def keep_mask(shape: Any, rate: float, seed: Any, rows: Any = None) -> Any:
+    """Boolean keep-mask of ``shape`` (B, T, ...) for dropout at ``rate``.
+
+    ``rows = (row_ids, rows_total, time_total)`` draws the noise for the *global* batch
+    (rows_total, time_total, ...) and keeps this worker's rows and time steps: a worker that trains on rows
+    ``rank::world`` of a global batch then drops exactly the units a single process drops on the whole
+    batch (the seed state is the same on every worker), so distributed training reproduces single-process
+    training with dropout on, not only in distribution.  Without ``rows`` the noise is drawn for ``shape``."""
+    if rows is None:
+        noise = keras.random.uniform(shape, seed=seed)
+    else:
+        row_ids, rows_total, time_total = rows
+        full = keras.random.uniform((rows_total, time_total, *shape[2:]), seed=seed)
+        noise = ops.take(full, row_ids, axis=0)[:, : shape[1]]
+    return noise >= rate
+
+
+@keras.saving.register_keras_serializable(package="nerservice")
+class ReplicaDropout(keras.layers.Layer):
+    """Inverted dropout on (B, T, ...) activations whose mask can follow the global batch (``keep_mask``)."""
+
+    def __init__(self, rate: float, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rate = float(rate)
+        self.seed_generator = keras.random.SeedGenerator(name="seed_generator")
+
+    def call(self, x: Any, training: bool = False, rows: Any = None) -> Any:
+        if not training or self.rate == 0.0:
+            return x
+        keep = keep_mask(ops.shape(x), self.rate, self.seed_generator, rows)
+        return ops.where(keep, x / (1.0 - self.rate), ops.zeros_like(x))
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "rate": self.rate}
+
+
 @keras.saving.register_keras_serializable(package="nerservice")
 class ResidualBiLSTMStack(keras.layers.Layer):
     """``depth`` BiLSTM layers; each adds its output to its input (NerDL's residual stack)."""
@@ -131,7 +170,7 @@ class ResidualBiLSTMStack(keras.layers.Layer):
         super().__init__(**kwargs)
         self.units, self.depth, self.dropout_rate = units, depth, dropout
         self.layers_ = [LengthBiLSTM(units, name=f"bilstm_{i}") for i in range(depth)]
-        self.dropouts = [keras.layers.Dropout(dropout, name=f"dropout_{i}") for i in range(depth)]
+        self.dropouts = [ReplicaDropout(dropout, name=f"dropout_{i}") for i in range(depth)]
 
     def build(self, input_shape: Any) -> None:
         shape = tuple(input_shape)
@@ -139,9 +178,9 @@ class ResidualBiLSTMStack(keras.layers.Layer):
             layer.build(shape)
             shape = (*shape[:-1], 2 * self.units)
 
-    def call(self, x: Any, lengths: Any, training: bool = False) -> Any:
+    def call(self, x: Any, lengths: Any, training: bool = False, rows: Any = None) -> Any:
         for layer, drop in zip(self.layers_, self.dropouts):
-            h = drop(layer(x, lengths), training=training)
+            h = drop(layer(x, lengths), training=training, rows=rows)
             x = x + h if ops.shape(x)[-1] == 2 * self.units else h
         return x
 

@@ -14,7 +14,7 @@ from keras import ops
 from nerservice.config import ModelConfig
 from nerservice.model.crf import CRF
 from nerservice.model.decode import CrfParams
-from nerservice.model.layers import CharEncoder, ResidualBiLSTMStack
+from nerservice.model.layers import CharEncoder, ReplicaDropout, ResidualBiLSTMStack, keep_mask
 from nerservice.text.vocab import UNK_ID
 
 INPUT_NAMES = ("token_ids", "lengths", "word_chars", "word_index")
@@ -32,7 +32,7 @@ class NerTagger(keras.Model):
         self.char_encoder = CharEncoder(
             n_chars, embedding_dim=cfg.char_embedding_dim, cnn_filters=cfg.char_cnn_filters,
             cnn_width=cfg.char_cnn_width, lstm_units=cfg.char_lstm_units, name="char_encoder")
-        self.input_dropout = keras.layers.Dropout(cfg.dropout, name="input_dropout")
+        self.input_dropout = ReplicaDropout(cfg.dropout, name="input_dropout")
         self.word_dropout = cfg.word_dropout
         # Created only when used, so models saved without word dropout keep exactly their variables.
         self.word_dropout_seed = keras.random.SeedGenerator(name="word_dropout_seed") if cfg.word_dropout else None
@@ -53,20 +53,22 @@ class NerTagger(keras.Model):
 
     def call(self, inputs: dict[str, Any], training: bool = False) -> Any:
         lengths = inputs["lengths"]
+        # Set by the training loop: this batch's rows within the global batch (see layers.keep_mask).
+        rows = (inputs["row_ids"], inputs["rows_total"], inputs["time_total"]) if "row_ids" in inputs else None
         token_ids = ops.cast(inputs["token_ids"], "int32")
         if training and self.word_dropout_seed is not None:
-            drop = keras.random.uniform(ops.shape(token_ids), seed=self.word_dropout_seed) < self.word_dropout
+            keep = keep_mask(ops.shape(token_ids), self.word_dropout, self.word_dropout_seed, rows)
             # <pad> (0) stays <pad>; every other id may become <unk>.
-            token_ids = ops.where(ops.logical_and(drop, token_ids > 0), UNK_ID, token_ids)
+            token_ids = ops.where(ops.logical_or(keep, token_ids == 0), token_ids, UNK_ID)
         words = self.word_embedding(token_ids)
         parts = [words]
         if self.char_encoder.output_dim:
             per_word = self.char_encoder(inputs["word_chars"])  # (U, F)
             parts.append(ops.take(per_word, ops.cast(inputs["word_index"], "int32"), axis=0))  # (B, T, F)
         x = ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
-        x = self.input_dropout(x, training=training)
+        x = self.input_dropout(x, training=training, rows=rows)
         x = self.dense(x)
-        x = self.stack(x, lengths, training=training)
+        x = self.stack(x, lengths, training=training, rows=rows)
         return self.emission(x)
 
     def negative_log_likelihood(self, inputs: dict[str, Any], training: bool = True) -> Any:

@@ -17,7 +17,7 @@ import numpy as np
 
 from nerservice.config import NerConfig
 from nerservice.data import Sentence
-from nerservice.text.features import EncodedCorpus, ShapePolicy
+from nerservice.text.features import EncodedCorpus, ShapePolicy, round_up
 from nerservice.text.vocab import Vocabularies
 from nerservice.training.batching import bucketed_batches
 from nerservice.training.steps import TrainStep
@@ -102,6 +102,8 @@ def run_epochs(
         t0 = time.perf_counter()
         for global_idx in plan:
             batch = encoded.batch(global_idx[rank::world], policy)
+            batch.update(replica_rows(global_idx, rank, world, encoded.lengths, policy,
+                                      n_rows=batch["lengths"].shape[0]))
             loss = step(batch, len(global_idx))
             losses.append(loss)
             tokens += int(sum(lengths[i] for i in global_idx))
@@ -143,6 +145,17 @@ def run_epochs(
             reason = "time budget"
             break
     return LoopResult(state, reason, time.perf_counter() - started)
+
+
+def replica_rows(global_idx: np.ndarray, rank: int, world: int, lengths: np.ndarray, policy: ShapePolicy,
+                 *, n_rows: int) -> dict[str, np.ndarray]:
+    """Where this worker's rows sit in the global batch, and the global batch's (rows, time) size: the
+    model draws dropout noise for the global batch and keeps these rows (``layers.keep_mask``), so the
+    masks do not depend on how many workers share the batch."""
+    ids = np.arange(rank, len(global_idx), world, dtype=np.int32)
+    ids = np.pad(ids, (0, n_rows - ids.size))  # rows a fixed-batch policy pads on are empty sentences
+    t_global = round_up(int(lengths[global_idx].max(initial=1)), policy.time_multiple)
+    return {"row_ids": ids, "rows_total": np.int32(len(global_idx)), "time_total": np.int32(t_global)}
 
 
 def _default_policy(config: NerConfig, world: int) -> ShapePolicy:

@@ -21,6 +21,10 @@ from nerservice.config import TrainingConfig
 from nerservice.model.tagger import NerTagger
 
 TRAIN_KEYS = ("token_ids", "lengths", "word_chars", "word_index", "tag_ids")
+# TensorFlow also takes the batch's place in the global batch (training/loop.py ``replica_rows``) so that
+# MultiWorkerMirroredStrategy workers draw the single process's dropout masks. JAX does not need them:
+# its multi-device path shards one global batch inside one jitted step.
+ROW_KEYS = ("row_ids", "rows_total", "time_total")
 
 
 class TrainStep(Protocol):
@@ -66,6 +70,8 @@ class TensorFlowStep:
             "token_ids": tf.TensorSpec((None, None), tf.int32), "lengths": tf.TensorSpec((None,), tf.int32),
             "word_chars": tf.TensorSpec((None, None), tf.int32), "word_index": tf.TensorSpec((None, None), tf.int32),
             "tag_ids": tf.TensorSpec((None, None), tf.int32),
+            "row_ids": tf.TensorSpec((None,), tf.int32), "rows_total": tf.TensorSpec((), tf.int32),
+            "time_total": tf.TensorSpec((), tf.int32),
         }
         n_replicas = strategy.num_replicas_in_sync if strategy is not None else 1
 
@@ -102,7 +108,13 @@ class TensorFlowStep:
         return self._optimizer
 
     def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> Any:
-        return self._fn({k: batch[k] for k in TRAIN_KEYS}, np.float32(n_global))
+        inputs = {k: batch[k] for k in TRAIN_KEYS}
+        if "row_ids" in batch:
+            inputs.update({k: batch[k] for k in ROW_KEYS})
+        else:  # a batch that is its own global batch
+            b, t = batch["token_ids"].shape
+            inputs.update(row_ids=np.arange(b, dtype=np.int32), rows_total=np.int32(b), time_total=np.int32(t))
+        return self._fn(inputs, np.float32(n_global))
 
     def set_learning_rate(self, lr: float) -> None:
         self._optimizer.learning_rate.assign(lr)
