@@ -125,7 +125,9 @@ def main() -> None:
     p.add_argument("--replicate", type=int, default=60, help="inference texts = test sentences x N")
     p.add_argument("--partitions", type=int, default=4, help="predict.py --partitions")
     p.add_argument("--equivalence-epochs", type=int, metavar="N", help="also: train 1 and 2 workers for N epochs "
-                   "with dropout 0 (no random masks) and compare their final weights")
+                   "and compare their final weights")
+    p.add_argument("--equivalence-dropout", type=float, default=0.5, help="model.dropout of the equivalence runs "
+                   "(workers draw the single process's masks, so equality holds with dropout on)")
     p.add_argument("--skip", nargs="*", default=[], choices=["prep", "core", "w1", "w2", "predict"])
     p.add_argument("--w2v", type=int, metavar="DIM", help="also: preprocess with --word2vec DIM (MLlib, all "
                    "tokens) and train 1 worker with those vectors, to compare F1 with train_w1")
@@ -187,7 +189,8 @@ def main() -> None:
                 r[f"ratio_steady_vs_{base}"] = r["spark_steady_tokens_per_s_per_core"] / r[base]
             save()
         if args.equivalence_epochs:
-            eq_sets = ["--set", f"training.epochs={args.equivalence_epochs}", "--set", "model.dropout=0.0"]
+            eq_sets = ["--set", f"training.epochs={args.equivalence_epochs}",
+                       "--set", f"model.dropout={args.equivalence_dropout}"]
             runs = {}
             for world in (1, 2):
                 summary, wall = run(cluster, "spark_jobs/train.py", "--data", str(prep), "--out",
@@ -195,8 +198,9 @@ def main() -> None:
                 runs[world] = {"wall_s": wall, "test_f1": summary["test"]["micro"]["f1"],
                                "loss": [h["loss"] for h in summary["history"]]}
             diff = max_weight_difference(work / "equiv-w1" / "model-last", work / "equiv-w2" / "model-last")
-            results["equivalence_no_dropout"] = {"epochs": args.equivalence_epochs, "w1": runs[1], "w2": runs[2],
-                                                 **diff}
+            results[f"equivalence_dropout_{args.equivalence_dropout}"] = {
+                "epochs": args.equivalence_epochs, "dropout": args.equivalence_dropout, "w1": runs[1], "w2": runs[2],
+                **diff}
             save()
         if args.w2v:
             prep_w2v = work / "prep-w2v"

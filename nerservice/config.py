@@ -56,6 +56,9 @@ class TrainingConfig(_Strict):
     bucket_size: int = Field(8, ge=1)  # sentences are bucketed by length in windows of this many tokens
     max_minutes: float | None = Field(None, gt=0)  # wall-clock budget; stops after the epoch that crosses it
     eval_batch_size: int = Field(256, ge=1)
+    # Not in NerDL: evaluate and save the mean of the weights at the last k epoch ends (training goes on from
+    # the raw weights); 0 or 1 = off.  See nerservice/training/averaging.py.
+    average_epochs: int = Field(0, ge=0)
 
 
 class NerConfig(_Strict):

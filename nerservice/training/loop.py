@@ -19,6 +19,7 @@ from nerservice.config import NerConfig
 from nerservice.data import Sentence
 from nerservice.text.features import EncodedCorpus, ShapePolicy, round_up
 from nerservice.text.vocab import Vocabularies
+from nerservice.training.averaging import WeightAverager
 from nerservice.training.batching import bucketed_batches
 from nerservice.training.steps import TrainStep
 
@@ -78,6 +79,7 @@ def run_epochs(
     world: int = 1,
     progress: bool = True,
     shape_policy: ShapePolicy | None = None,
+    on_checkpoint: Callable[[], None] | None = None,
 ) -> LoopResult:
     """Train until ``epochs``, patience or ``max_minutes`` runs out. ``evaluate`` returns dev metrics
     (``{"micro": {"f1": ...}, ...}``) and must give the same answer on every worker (rank 0 computes it and
@@ -90,6 +92,8 @@ def run_epochs(
     policy = shape_policy or _default_policy(config, world)
     started = time.perf_counter()
     reason = "epochs"
+    # Snapshots are not checkpointed: a resumed run averages from its first epoch after the resume.
+    averager = WeightAverager(t.average_epochs)
     if state.bad_epochs >= t.patience:
         return LoopResult(state, "patience", 0.0)
     for epoch in range(state.epoch, t.epochs):
@@ -117,27 +121,33 @@ def run_epochs(
             bar.close()
         train_seconds = time.perf_counter() - t0
         step.sync_to_model()
-        dev = evaluate()
-        f1 = float(dev["micro"]["f1"])
-        record = {
-            "epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else math.nan, "lr": lr,
-            "dev_f1": f1, "dev_precision": float(dev["micro"]["precision"]), "dev_recall": float(dev["micro"]["recall"]),
-            "dev_per_type": {k: v["f1"] for k, v in dev.get("per_type", {}).items()},
-            "train_tokens_per_s": tokens / max(train_seconds, 1e-9), "train_seconds": train_seconds,
-            "eval_seconds": time.perf_counter() - t0 - train_seconds,
-        }
-        improved = f1 > state.best_f1 + t.min_delta
-        state.history.append(record)
-        state.epoch = epoch + 1
-        if improved:
-            state.best_f1, state.best_epoch, state.bad_epochs = f1, epoch + 1, 0
-        else:
-            state.bad_epochs += 1
-        if on_epoch is not None:
-            on_epoch(record, improved)
-        if rank == 0 and progress:
-            print(f"epoch {epoch + 1}: loss {record['loss']:.4f}  dev entity F1 {f1:.4f}"
-                  f"{' (best)' if improved else ''}  {record['train_tokens_per_s']:,.0f} tok/s", flush=True)
+        averager.push(step.model)
+        with averager.applied(step.model):  # dev F1 and saved models use the averaged weights (if enabled)
+            dev = evaluate()
+            f1 = float(dev["micro"]["f1"])
+            record = {
+                "epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else math.nan, "lr": lr,
+                "dev_f1": f1, "dev_precision": float(dev["micro"]["precision"]), "dev_recall": float(dev["micro"]["recall"]),
+                "dev_per_type": {k: v["f1"] for k, v in dev.get("per_type", {}).items()},
+                "train_tokens_per_s": tokens / max(train_seconds, 1e-9), "train_seconds": train_seconds,
+                "eval_seconds": time.perf_counter() - t0 - train_seconds,
+            }
+            if averager.enabled:
+                record["averaged_epochs"] = len(averager)
+            improved = f1 > state.best_f1 + t.min_delta
+            state.history.append(record)
+            state.epoch = epoch + 1
+            if improved:
+                state.best_f1, state.best_epoch, state.bad_epochs = f1, epoch + 1, 0
+            else:
+                state.bad_epochs += 1
+            if on_epoch is not None:
+                on_epoch(record, improved)
+            if rank == 0 and progress:
+                print(f"epoch {epoch + 1}: loss {record['loss']:.4f}  dev entity F1 {f1:.4f}"
+                      f"{' (best)' if improved else ''}  {record['train_tokens_per_s']:,.0f} tok/s", flush=True)
+        if on_checkpoint is not None:  # raw weights: resuming continues the training trajectory itself
+            on_checkpoint()
         if state.bad_epochs >= t.patience:
             reason = "patience"
             break

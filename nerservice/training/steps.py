@@ -28,6 +28,8 @@ ROW_KEYS = ("row_ids", "rows_total", "time_total")
 
 
 class TrainStep(Protocol):
+    model: NerTagger
+
     # Returns the loss as a backend scalar, not a float: converting would block on every step and stall
     # asynchronous dispatch (the host could not prepare batch n+1 while the device runs batch n).
     def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> Any: ...

@@ -156,9 +156,12 @@ def train(
         if is_best:
             save_model(out / BEST, model=model, vocabs=vocabs, config=config, history=loop_state().history,
                        metrics={"dev": last_dev[0], "epoch": record["epoch"]}, lineage=lineage)
-        save_checkpoint(out / CHECKPOINT, model=model, optimizer=step.optimizer, state=loop_state())
         for cb in callbacks:
             cb.on_epoch(record, is_best)
+
+    def on_checkpoint() -> None:
+        if chief:
+            save_checkpoint(out / CHECKPOINT, model=model, optimizer=step.optimizer, state=loop_state())
 
     last_dev: list[dict[str, Any]] = [{}]
     holder: dict[str, Any] = {}
@@ -174,7 +177,8 @@ def train(
 
     holder["state"] = state or LoopState()
     result = run_epochs(step, vocabs, config, train_data, evaluate=evaluate, on_epoch=on_epoch,
-                        state=holder["state"], progress=progress and chief, rank=rank, world=world)
+                        on_checkpoint=on_checkpoint, state=holder["state"], progress=progress and chief,
+                        rank=rank, world=world)
     if not chief:
         return TrainOutcome(out_dir=out, best_dir=out / BEST, best_epoch=result.state.best_epoch,
                             dev=last_dev[0], test=None, history=result.state.history,
