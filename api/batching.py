@@ -37,6 +37,9 @@ class Job:
     model: str | None  # what the client asked for, checked against the model that runs the batch
     future: asyncio.Future[Any]
     enqueued: float = field(default_factory=time.perf_counter)
+    # The texts split into sentences of tokens by the handler (it had to tokenise them to count tokens);
+    # tokenising depends on no weights, so a model swapped in meanwhile takes them as they are.
+    sentences: list[list[Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,12 +89,13 @@ class Batcher:
                 job.future.set_exception(gone)
         self._infer_thread.shutdown(wait=True, cancel_futures=True)
 
-    def submit(self, texts: list[str], *, tokens: int, model: str | None) -> Job:
+    def submit(self, texts: list[str], *, tokens: int, model: str | None,
+               sentences: list[list[Any]] | None = None) -> Job:
         """Queue a request (raises at once when no model is ready or the queue is full)."""
         served = self.slot.require()
         if model is not None and not served.matches(model):
             raise wrong_model(model, served)
-        job = Job(texts, tokens, model, asyncio.get_running_loop().create_future())
+        job = Job(texts, tokens, model, asyncio.get_running_loop().create_future(), sentences=sentences)
         try:
             self._queue.put_nowait(job)
         except asyncio.QueueFull:
@@ -197,9 +201,11 @@ class Batcher:
 
     async def _infer(self, loop: asyncio.AbstractEventLoop, served: ServedModel, batch: list[Job]) -> None:
         texts = [t for job in batch for t in job.texts]
+        sentences = ([s for job in batch for s in job.sentences]
+                     if all(job.sentences is not None for job in batch) else None)
         started = time.perf_counter()
         try:
-            entities = await loop.run_in_executor(self._infer_thread, _extract, served, texts)
+            entities = await loop.run_in_executor(self._infer_thread, _extract, served, texts, sentences)
         except asyncio.CancelledError:
             for job in batch:
                 if not job.future.done():
@@ -231,6 +237,6 @@ class Batcher:
             i += n
 
 
-def _extract(served: ServedModel, texts: list[str]) -> list[list[dict[str, Any]]]:
+def _extract(served: ServedModel, texts: list[str], sentences: list[list[Any]] | None) -> list[list[dict[str, Any]]]:
     """On the inference thread: the Extractor, and the conversion to plain dicts (off the event loop)."""
-    return [[e.to_dict() for e in ents] for ents in served.extractor.extract(texts)]
+    return [[e.to_dict() for e in ents] for ents in served.extractor.extract(texts, sentences=sentences)]

@@ -24,6 +24,7 @@ from api.schemas import (ExtractRequest, ExtractResponse, ModelsResponse, Reload
                          error_responses)
 from api.settings import ApiSettings
 from nerservice.errors import NerServiceError, UnauthorizedError
+from nerservice.inference import count_tokens
 
 ROUTES = ("/", "/v1/extract", "/v1/models", "/v1/models/reload", "/healthz", "/readyz", "/metrics")
 CLIENT_GONE = 499  # nginx's "client closed request": nobody reads it, but the metrics count it
@@ -86,10 +87,11 @@ async def _wait(request: Request, job: Job) -> JobResult | None:
 _TOKEN_COUNTER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nerservice-tokens")
 
 
-async def _count_tokens(extractor: Any, texts: list[str], settings: ApiSettings) -> int:
+async def _tokenize(extractor: Any, texts: list[str], settings: ApiSettings) -> list[list[Any]]:
+    """Sentences of tokens per text: counted for the batch's token cap, then handed to the Extractor."""
     if sum(map(len, texts)) <= settings.count_tokens_inline_chars:
-        return extractor.count_tokens(texts)
-    return await asyncio.get_running_loop().run_in_executor(_TOKEN_COUNTER, extractor.count_tokens, texts)
+        return extractor.tokenize(texts)
+    return await asyncio.get_running_loop().run_in_executor(_TOKEN_COUNTER, extractor.tokenize, texts)
 
 
 def _require_admin(settings: ApiSettings, credentials: HTTPAuthorizationCredentials | None) -> None:
@@ -115,8 +117,9 @@ def build_router(settings: ApiSettings) -> APIRouter:
         t0 = time.perf_counter()
         parsed = parse_extract(await read_body(request, limit=svc.settings.max_body_bytes), svc.settings)
         served = svc.slot.require()
-        tokens = await _count_tokens(served.extractor, parsed.texts, svc.settings)
-        result = await _wait(request, svc.batcher.submit(parsed.texts, tokens=tokens, model=parsed.model))
+        sentences = await _tokenize(served.extractor, parsed.texts, svc.settings)
+        job = svc.batcher.submit(parsed.texts, tokens=count_tokens(sentences), model=parsed.model, sentences=sentences)
+        result = await _wait(request, job)
         if result is None:
             return Response(status_code=CLIENT_GONE)
         return JSON({

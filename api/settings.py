@@ -77,8 +77,8 @@ class ApiSettings(BaseSettings):
     # Tokens per sentence chunk given to the model (longer sentences are cut). Raising it: longer LSTM
     # sequences, more padding for everyone batched with them.
     max_sentence_tokens: int = Field(256, ge=8)
-    # Texts above this many characters in a request have their tokens counted on a worker thread instead
-    # of the event loop. Raising it: big requests stall other clients for longer; lowering it: more thread
+    # Requests above this many characters are tokenised (once: the sentences counted for the token cap are
+    # the ones the Extractor tags) on a worker thread instead of the event loop. Raising it: big requests stall other clients for longer; lowering it: more thread
     # hops (~50 us each).
     count_tokens_inline_chars: int = Field(4096, ge=0)
 

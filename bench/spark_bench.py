@@ -162,6 +162,13 @@ def main() -> None:
                                "best_epoch": core["best_epoch"], "train_tokens_per_s": core["train_tokens_per_s"],
                                "epoch_seconds": [h["train_seconds"] for h in core["history"]]}
             save()
+        # Same model whatever the worker count: the final (model-last) weights of each pair of runs.
+        pairs = {"w1_vs_w2": ("train-w1", "train-w2"), "core_vs_w1": ("core", "train-w1"),
+                 "core_vs_w2": ("core", "train-w2")}
+        for key, (a, b) in pairs.items():
+            if all((work / d / "model-last" / "model.weights.h5").exists() for d in (a, b)):
+                results[key] = max_weight_difference(work / a / "model-last", work / b / "model-last")
+        save()
         if "predict" not in args.skip:
             from nerservice.data import read_corpus
 

@@ -45,9 +45,10 @@ class Extractor:
     def labels(self) -> list[str]:
         return self.loaded.vocabs.tags.labels
 
-    def extract(self, texts: Sequence[str]) -> list[list[Entity]]:
-        """Entities per text, in order of appearance."""
-        per_text = [tokenize_sentences(t, max_tokens=self.max_sentence_tokens) for t in texts]
+    def extract(self, texts: Sequence[str], *, sentences: Sequence[Sequence[Any]] | None = None) -> list[list[Entity]]:
+        """Entities per text, in order of appearance.  ``sentences``: the texts already split by
+        ``tokenize(texts)`` (the API tokenises once to count tokens and hands the result on)."""
+        per_text = sentences if sentences is not None else self.tokenize(texts)
         flat = [(i, sent) for i, sents in enumerate(per_text) for sent in sents]
         tagged = self.predictor.tag([[tok.text for tok in sent] for _, sent in flat], with_scores=self.with_scores)
         out: list[list[Entity]] = [[] for _ in texts]
@@ -61,5 +62,13 @@ class Extractor:
     def extract_one(self, text: str) -> list[Entity]:
         return self.extract([text])[0]
 
+    def tokenize(self, texts: Sequence[str]) -> list[list[Any]]:
+        """Sentences of tokens (with character offsets) per text; independent of the model's weights."""
+        return [tokenize_sentences(t, max_tokens=self.max_sentence_tokens) for t in texts]
+
     def count_tokens(self, texts: Sequence[str]) -> int:
-        return sum(len(s) for t in texts for s in tokenize_sentences(t, max_tokens=self.max_sentence_tokens))
+        return count_tokens(self.tokenize(texts))
+
+
+def count_tokens(per_text: Sequence[Sequence[Any]]) -> int:
+    return sum(len(s) for sents in per_text for s in sents)
