@@ -68,6 +68,7 @@ class Batcher:
         self._after_batch = False  # the previous loop ran a batch (its clients will be back shortly)
         self._infer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nerservice-infer")
         metrics.set_queue_depth_source(lambda: self.depth)
+        metrics.set_xla_source(lambda: getattr(getattr(slot.current, "extractor", None), "background_xla", None))
 
     @property
     def depth(self) -> int:

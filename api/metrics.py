@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -43,9 +44,16 @@ class ApiMetrics:
         self.model_loaded = Gauge("nerservice_model_loaded_timestamp_seconds", "When the model was loaded",
                                   registry=r)
         self.reloads = Counter("nerservice_model_reloads", "Reload calls by outcome", ["outcome"], registry=r)
+        self.xla_shapes = Gauge("nerservice_xla_shapes", "Batch shapes of the served model with an XLA program "
+                                "(compiled) or being compiled in the background (pending)", ["state"], registry=r)
 
     def set_queue_depth_source(self, fn: Callable[[], float]) -> None:
         self.queue_depth.set_function(fn)
+
+    def set_xla_source(self, fn: Callable[[], Any]) -> None:
+        """``fn`` returns the served model's BackgroundXlaForward, or None (XLA off, no model yet)."""
+        self.xla_shapes.labels("compiled").set_function(lambda: getattr(fn(), "compiled", 0))
+        self.xla_shapes.labels("pending").set_function(lambda: getattr(fn(), "pending", 0))
 
     def set_model(self, *, old: tuple[str, str, str] | None, new: tuple[str, str, str], loaded_at: float) -> None:
         if old is not None and old != new:

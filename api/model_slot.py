@@ -140,7 +140,8 @@ def locate(ref: str) -> ModelSource:
 def extractor_options(settings: ApiSettings) -> dict[str, Any]:
     """Extractor keyword arguments for these settings (the benchmark's in-process baseline uses them too)."""
     return {"max_sentence_tokens": settings.max_sentence_tokens, "batch_size": settings.model_batch_sentences,
-            "token_budget": settings.max_batch_tokens}
+            "token_budget": settings.max_batch_tokens,
+            "jit_compile": "background" if settings.xla == "background" else False}
 
 
 def load_served_model(source: ModelSource, settings: ApiSettings) -> ServedModel:

@@ -9,7 +9,8 @@ sentences joined) and each concurrency, C clients each keep exactly one request 
 until --requests are answered or --max-seconds pass, after a warm-up of 4*C requests (no pause between). The baseline is the
 Extractor in its own process (loaded once), measured on the same texts right before each cell while the
 server sits idle, so both see the same machine load: this machine is shared, and its load swings by 2-3x
-within minutes.
+within minutes.  Before measuring, the server and the baseline each run the workload once and wait for their
+background XLA compiles (api/settings.py ``xla``), so both are measured warm; ``--no-warm`` skips that.
 
 Prints one row per cell (throughput, p50/p99 latency, mean batch size seen by the server) and the target
 check: at concurrency 64 with 1-sentence requests, >= 0.7 of in-process throughput with p99 < 150 ms.
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +89,25 @@ async def closed_loop(port: int, bodies: list[bytes], *, concurrency: int, reque
             "pcts": {q: round(percentile(latencies, q) * 1000, 1) for q in (0.9, 0.95, 0.99, 0.999, 1.0)}}
 
 
+def xla_pending(metrics_text: str) -> float:
+    for line in metrics_text.splitlines():
+        if line.startswith('nerservice_xla_shapes{state="pending"}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def warm_server(server: Any, corpus_bodies: dict[int, list[bytes]], concurrency: list[int]) -> None:
+    """Send each cell's workload once (bounded) and wait for the server's background XLA compiles: the
+    cells then measure the steady state a long-running server is in."""
+    for bodies in corpus_bodies.values():
+        for c in concurrency:
+            asyncio.run(closed_loop(server.port, bodies, concurrency=c, requests=min(len(bodies), 40 * c),
+                                    max_seconds=30.0, warmup=0))
+    deadline = time.time() + 120
+    while xla_pending(server.metrics()) > 0 and time.time() < deadline:
+        time.sleep(0.5)
+
+
 def batch_stats(metrics_text: str) -> tuple[float, float]:
     total = count = 0.0
     for line in metrics_text.splitlines():
@@ -119,6 +140,11 @@ class InProcess:
         self.proc.stdin.flush()
         return json.loads(self._read())["texts_per_s"]
 
+    def warm(self, texts: Path, chunks: list[int]) -> dict[str, int]:
+        self.proc.stdin.write(json.dumps({"warm": str(texts), "chunks": chunks}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self._read())["compiled"]
+
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
@@ -134,6 +160,9 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=1500, help="measured requests per cell (upper bound)")
     ap.add_argument("--max-seconds", type=float, default=20.0, help="time bound per cell")
     ap.add_argument("--json", help="also write all figures to this JSON file")
+    ap.add_argument("--no-warm", action="store_true", help="measure from a cold start (no warm-up passes)")
+    ap.add_argument("--server-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra setting for the server (e.g. NERSERVICE_API_MAX_BATCH_TEXTS=32), repeatable")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="api-bench-"))
@@ -144,20 +173,31 @@ def main() -> int:
         files[k].write_text(json.dumps(texts), encoding="utf-8")
     print(f"texts: {', '.join(f'{len(v)} of {k} sentence(s)' for k, v in corpus.items())}; cores: {os.cpu_count()}")
     print("baseline = best of the in-process Extractor with the server's options (64 texts per call) and with "
-          "its own defaults (256 per call), measured right before each cell; same = server options, chunk = c")
+          "its own defaults (256 per call; TF graph and background XLA), measured right before each cell; "
+          "same = server options, chunk = c")
     base = InProcess(args.model)
+    if not args.no_warm:
+        for k in corpus:
+            print(f"in-process warm-up ({k} sentence texts): XLA shapes compiled "
+                  f"{base.warm(files[k], sorted({1, 64, 256, *args.concurrency}))}", flush=True)
     rows = []
     try:
         for mode in args.batching:
-            env = {} if mode == "on" else {"NERSERVICE_API_MAX_BATCH_TEXTS": "1"}
+            env = dict(kv.split("=", 1) for kv in args.server_env)
+            if mode == "off":
+                env["NERSERVICE_API_MAX_BATCH_TEXTS"] = "1"
             server = Server(args.model, env=env, log_path=tmp / f"server-{mode}.log")
             try:
                 server.wait_ready()
+                if not args.no_warm:
+                    warm_server(server, {k: [json.dumps({"texts": [t]}).encode() for t in texts]
+                                         for k, texts in corpus.items()}, args.concurrency)
                 for k, texts in corpus.items():
                     bodies = [json.dumps({"texts": [t]}).encode() for t in texts]
                     for c in args.concurrency:
                         best = max(base.measure(files[k], chunk=64, options="server"),
-                                   base.measure(files[k], chunk=256, options="default"))
+                                   base.measure(files[k], chunk=256, options="default"),
+                                   base.measure(files[k], chunk=256, options="default-xla"))
                         same = base.measure(files[k], chunk=c, options="server")
                         load = os.getloadavg()[0]
                         before = batch_stats(server.metrics())

@@ -31,15 +31,22 @@ class Entity:
 
 class Extractor:
     def __init__(self, loaded: LoadedModel, *, max_sentence_tokens: int = 256, batch_size: int = 256,
-                 token_budget: int = 8192, with_scores: bool = True) -> None:
+                 token_budget: int = 8192, with_scores: bool = True, jit_compile: bool | str = False) -> None:
+        """``jit_compile="background"``: XLA over bounded shapes, compiled while the TF graph answers
+        (``nerservice/model/xla_forward.py``); the service's default, ~1.3-1.5x faster once warm."""
         self.loaded = loaded
         self.max_sentence_tokens = max_sentence_tokens
         self.with_scores = with_scores
-        self.predictor = loaded.predictor(batch_size=batch_size, token_budget=token_budget)
+        self.predictor = loaded.predictor(batch_size=batch_size, token_budget=token_budget, jit_compile=jit_compile)
 
     @classmethod
     def load(cls, model_dir: str | Path, **kwargs: Any) -> "Extractor":
         return cls(load_model(model_dir), **kwargs)
+
+    @property
+    def background_xla(self) -> Any:
+        """The background XLA compiler of ``jit_compile="background"`` (its counts feed /metrics), else None."""
+        return self.predictor.background_xla
 
     @property
     def labels(self) -> list[str]:

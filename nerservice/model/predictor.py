@@ -58,15 +58,26 @@ def compile_forward(model: NerTagger, *, jit_compile: bool = False) -> Callable[
 
 class Predictor:
     def __init__(self, model: NerTagger, vocabs: Vocabularies, *, max_word_length: int, batch_size: int = 256,
-                 token_budget: int = 8192, bucket_size: int = 8, jit_compile: bool = False) -> None:
+                 token_budget: int = 8192, bucket_size: int = 8, jit_compile: bool | str = False) -> None:
+        """``jit_compile``: False = TF graph; True = XLA, compiling each new shape before answering;
+        "background" = XLA over bounded shapes, compiled on a background thread while the graph function
+        answers (``xla_forward.py``; TensorFlow only, the JAX path is always compiled)."""
         self.model, self.vocabs = model, vocabs
         self.max_word_length, self.batch_size = max_word_length, batch_size
         self.token_budget, self.bucket_size = token_budget, bucket_size
-        self._forward = compile_forward(model, jit_compile=jit_compile)
         import keras
 
-        self.policy = ShapePolicy.for_backend(keras.backend.backend(), batch_size=batch_size,
-                                              time_multiple=bucket_size)
+        backend = keras.backend.backend()
+        self.background_xla = None
+        if jit_compile == "background" and backend == "tensorflow":
+            from nerservice.model.xla_forward import BackgroundXlaForward
+
+            self.background_xla = BackgroundXlaForward(model)
+            self._forward = self.background_xla
+            self.policy = ShapePolicy.bounded(time_multiple=bucket_size)
+        else:
+            self._forward = compile_forward(model, jit_compile=jit_compile is True)
+            self.policy = ShapePolicy.for_backend(backend, batch_size=batch_size, time_multiple=bucket_size)
 
     def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool = True) -> list[Tagged]:
         """Tag sentences (lists of tokens). Empty sentences get empty results."""

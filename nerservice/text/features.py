@@ -45,6 +45,7 @@ class ShapePolicy:
     fixed_batch: int | None = None  # pad the batch axis with empty sentences up to this size
     fixed_chars: bool = False  # char axis = max_word_length (rounded to char_multiple)
     rows_pow2: bool = False  # distinct-word rows rounded up to a power of two (min 64)
+    batch_pow2: bool = False  # sentence rows rounded up to 1, 2, 4, .. 32, then multiples of 32 (empty sentences)
 
     @classmethod
     def for_backend(cls, backend: str, *, batch_size: int, time_multiple: int = 8) -> "ShapePolicy":
@@ -54,6 +55,12 @@ class ShapePolicy:
             # more compiles and keep the step 4x cheaper.
             return cls(time_multiple=time_multiple, fixed_batch=batch_size, fixed_chars=True, rows_pow2=True)
         return cls(time_multiple=time_multiple)
+
+    @classmethod
+    def bounded(cls, *, time_multiple: int = 8) -> "ShapePolicy":
+        """Few distinct shapes for compiled (XLA) inference whatever the batch: rows, distinct words and
+        chars bounded as for JAX, but the batch axis only rounded up to a power of two (no full padding)."""
+        return cls(time_multiple=time_multiple, fixed_chars=True, rows_pow2=True, batch_pow2=True)
 
 
 class EncodedCorpus:
@@ -100,6 +107,8 @@ class EncodedCorpus:
         idx = np.asarray(indices, dtype=np.int64)
         n_real = idx.size
         b = max(policy.fixed_batch or n_real, n_real)
+        if policy.batch_pow2:  # powers of two up to 32, then multiples of 32: at most 1/8 of the rows padding
+            b = round_up(b, 32) if b > 32 else (1 << (b - 1).bit_length() if b > 1 else 1)
         lengths = np.zeros(b, dtype=np.int32)
         lengths[:n_real] = self.lengths[idx]
         t = round_up(int(lengths.max(initial=1)), policy.time_multiple)

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow  # needs the tiny model (trained once per session)
 def run_with_batcher(model_dir: Path, body: Any, **limits: Any) -> Any:
     """Load the model into a slot, hand (batcher, slot, metrics) to ``body`` (an async function) *before*
     the batcher task starts, so jobs submitted first are all waiting when it forms its first batch."""
-    settings = ApiSettings(model=str(model_dir), **limits)
+    settings = ApiSettings(model=str(model_dir), xla="off", **limits)
 
     async def main() -> Any:
         metrics = ApiMetrics(ROUTES)
@@ -152,7 +152,7 @@ def test_reload_swaps_and_frees_the_old_model(tiny_model_dir, tmp_path: Path, mo
 
     monkeypatch.setattr(model_slot, "RELEASE_DELAY_S", 0.01)
     served = shutil.copytree(tiny_model_dir, tmp_path / "served")
-    settings = ApiSettings(model=str(served))
+    settings = ApiSettings(model=str(served), xla="off")
 
     async def main() -> tuple[dict[str, Any], Any, int]:
         slot = ModelSlot(settings.model, settings)
