@@ -79,9 +79,11 @@ class ApiSettings(BaseSettings):
     # sequences, more padding for everyone batched with them.
     max_sentence_tokens: int = Field(256, ge=8)
     # "background": batches are padded to a bounded set of shapes and each new shape is XLA-compiled on a
-    # background thread while the TF graph answers (~1.3-1.5x the graph's tokens/s once warm; ~0.5 s of one
-    # core per new shape during warm-up, never on a request's path). "off": the TF graph only.
-    xla: Literal["background", "off"] = "background"
+    # background thread while the TF graph answers (in-process ~1.3-1.5x the graph's tokens/s once warm).
+    # Off by default: a server's micro-batches span ~100-250 shapes (rows x time x distinct words), each
+    # ~0.5-1 s of one of the 2 cores to compile, and a measured run (bench/results/api.md) was slower and
+    # had a worse p99 for minutes while compiling. Worth it for a long-running server on more cores.
+    xla: Literal["background", "off"] = "off"
     # Requests above this many characters are tokenised (once: the sentences counted for the token cap are
     # the ones the Extractor tags) on a worker thread instead of the event loop. Raising it: big requests stall other clients for longer; lowering it: more thread
     # hops (~50 us each).
