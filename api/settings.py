@@ -85,8 +85,8 @@ class ApiSettings(BaseSettings):
     # had a worse p99 for minutes while compiling. Worth it for a long-running server on more cores.
     xla: Literal["background", "off"] = "off"
     # Requests above this many characters are tokenised (once: the sentences counted for the token cap are
-    # the ones the Extractor tags) on a worker thread instead of the event loop. Raising it: big requests stall other clients for longer; lowering it: more thread
-    # hops (~50 us each).
+    # the ones the Extractor tags) on a worker thread instead of the event loop. Raising it: big requests
+    # stall other clients for longer; lowering it: more thread hops (~50 us each).
     count_tokens_inline_chars: int = Field(4096, ge=0)
 
     # --- HTTP ----------------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ class Extractor:
     def __init__(self, loaded: LoadedModel, *, max_sentence_tokens: int = 256, batch_size: int = 256,
                  token_budget: int = 8192, with_scores: bool = True, jit_compile: bool | str = False) -> None:
         """``jit_compile="background"``: XLA over bounded shapes, compiled while the TF graph answers
-        (``nerservice/model/xla_forward.py``); the service's default, ~1.3-1.5x faster once warm."""
+        (``nerservice/model/xla_forward.py``); ~1.3-1.5x faster once warm on large batches (opt-in: the
+        API keeps it off by default, see api/settings.py ``xla``)."""
         self.loaded = loaded
         self.max_sentence_tokens = max_sentence_tokens
         self.with_scores = with_scores

@@ -4,8 +4,9 @@ Measured on the 2-core machine (NCBI test set, idle): the TF graph forward pass 
 pass XLA-compiled ~46k.  XLA compiles once per input *shape* (~0.5 s each on CPU), which a server with
 arbitrary batch shapes would otherwise pay as latency spikes.  So:
 
-* batches are padded to a bounded set of shapes (``ShapePolicy.bounded()``: rows and distinct words to
-  powers of two, time to a multiple of 8, the char axis fixed), so compiles stop after a warm-up;
+* batches are padded to a bounded set of shapes (``ShapePolicy.bounded()``: rows to 1, 2, 4 .. 32 then
+  multiples of 32, distinct words to powers of two, time to a multiple of 8, the char axis fixed), so
+  compiles stop after a warm-up;
 * a shape that has no compiled program yet runs on the graph function *now*, while one background thread
   compiles it; later batches of that shape run on XLA.  Results agree to float rounding (tested).
 """
@@ -17,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-KEYS = ("token_ids", "lengths", "word_chars", "word_index")
+from nerservice.model.predictor import compile_forward
+from nerservice.model.tagger import INPUT_NAMES
 
 
 class BackgroundXlaForward:
@@ -25,10 +27,7 @@ class BackgroundXlaForward:
         import tensorflow as tf
 
         self._tf = tf
-        spec = {"token_ids": tf.TensorSpec((None, None), tf.int32), "lengths": tf.TensorSpec((None,), tf.int32),
-                "word_chars": tf.TensorSpec((None, None), tf.int32),
-                "word_index": tf.TensorSpec((None, None), tf.int32)}
-        self._graph = tf.function(lambda b: model(b, training=False), input_signature=[spec])
+        self._graph = compile_forward(model)  # the plain TF graph path, as without XLA
         self._xla_fn = tf.function(lambda b: model(b, training=False), jit_compile=True)
         self._compiled: dict[tuple[tuple[int, ...], ...], Any] = {}
         self._pending: dict[tuple[tuple[int, ...], ...], Future[None]] = {}
@@ -38,15 +37,15 @@ class BackgroundXlaForward:
         self.xla_calls = 0
 
     def __call__(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        inputs = {k: batch[k] for k in KEYS}
-        key = tuple(inputs[k].shape for k in KEYS)
+        inputs = {k: batch[k] for k in INPUT_NAMES}
+        key = tuple(inputs[k].shape for k in INPUT_NAMES)
         fn = self._compiled.get(key)
         if fn is not None:
             self.xla_calls += 1
             return fn(inputs).numpy()
         self._schedule(key, inputs)
         self.graph_calls += 1
-        return self._graph(inputs).numpy()
+        return self._graph(inputs)
 
     def _schedule(self, key: tuple[tuple[int, ...], ...], inputs: dict[str, np.ndarray]) -> None:
         with self._lock:
@@ -76,6 +75,3 @@ class BackgroundXlaForward:
         for f in pending:
             f.result()
         return len(self._compiled)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)

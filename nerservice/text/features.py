@@ -58,8 +58,8 @@ class ShapePolicy:
 
     @classmethod
     def bounded(cls, *, time_multiple: int = 8) -> "ShapePolicy":
-        """Few distinct shapes for compiled (XLA) inference whatever the batch: rows, distinct words and
-        chars bounded as for JAX, but the batch axis only rounded up to a power of two (no full padding)."""
+        """Few distinct shapes for compiled (XLA) inference whatever the batch: distinct words and chars
+        bounded as for JAX, the batch axis rounded (``batch_pow2``) instead of padded to the full size."""
         return cls(time_multiple=time_multiple, fixed_chars=True, rows_pow2=True, batch_pow2=True)
 
 
