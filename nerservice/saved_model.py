@@ -29,6 +29,7 @@ CONFIG, VOCAB, WEIGHTS = "config.json", "vocab.json", "model.weights.h5"
 METRICS, HISTORY, PLOT, LINEAGE, MANIFEST = "metrics.json", "history.json", "history.png", "lineage.json", "manifest.json"
 REQUIRED = (CONFIG, VOCAB, WEIGHTS, MANIFEST)
 FORMAT = "nerservice.saved_model.v1"
+ENSEMBLE_FORMAT = "nerservice.ensemble.v1"  # nerservice/saved_ensemble.py: several models in one folder
 
 
 def sha256_file(path: str | Path) -> str:
@@ -39,7 +40,7 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def _write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True), encoding="utf-8")
 
 
@@ -55,25 +56,25 @@ def save_model(out_dir: str | Path, *, model: Any, vocabs: Vocabularies, config:
         (tmp / CONFIG).write_text(config.to_json(), encoding="utf-8")
         vocabs.save(tmp / VOCAB)
         model.save_weights(tmp / WEIGHTS)
-        _write_json(tmp / METRICS, metrics or {})
-        _write_json(tmp / LINEAGE, lineage or {})
+        write_json(tmp / METRICS, metrics or {})
+        write_json(tmp / LINEAGE, lineage or {})
         if history:
             save_history(history, tmp / HISTORY)
             plot_history(history, tmp / PLOT)
         files = sorted(p.name for p in tmp.iterdir())
-        _write_json(tmp / MANIFEST, {
+        write_json(tmp / MANIFEST, {
             "format": FORMAT,
             "model": model.get_config(),  # data-dependent sizes (vocab, chars, tags, word dim)
             "files": {n: {"sha256": sha256_file(tmp / n), "bytes": (tmp / n).stat().st_size} for n in files},
         })
-        _swap_into_place(tmp, out)
+        swap_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
 
 
-def _swap_into_place(tmp: Path, out: Path) -> None:
+def swap_into_place(tmp: Path, out: Path) -> None:
     if out.exists():
         trash = out.with_name(f".{out.name}.old-{os.getpid()}")
         os.replace(out, trash)
@@ -92,6 +93,10 @@ def verify_manifest(model_dir: str | Path) -> dict[str, Any]:
         manifest = json.loads((d / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise IntegrityError(f"{d / MANIFEST}: unreadable manifest ({exc})", path=str(d)) from None
+    if isinstance(manifest, dict) and manifest.get("format") == ENSEMBLE_FORMAT:
+        from nerservice.saved_ensemble import verify_ensemble
+
+        return verify_ensemble(d, manifest)
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(files, dict) or not all(
             isinstance(m, dict) and {"bytes", "sha256"} <= set(m) for m in files.values()):
@@ -134,13 +139,18 @@ def _read_json(path: Path) -> Any:
         raise ModelLoadError(f"{path}: cannot read ({exc})", path=str(path)) from None
 
 
-def load_model(model_dir: str | Path, *, verify: bool = True) -> LoadedModel:
+def load_model(model_dir: str | Path, *, verify: bool = True) -> Any:
+    """A ``LoadedModel``, or a ``LoadedEnsemble`` for a folder written by ``nerservice ensemble`` (same
+    interface: ``predictor()``, ``vocabs``, ``config``, ``metrics``, ``lineage``)."""
     from nerservice.model.tagger import NerTagger
+    from nerservice.saved_ensemble import is_ensemble_dir, load_ensemble
 
     d = Path(model_dir)
     if not d.is_dir():
         raise ModelLoadError(f"{d}: not a model directory", path=str(d),
                              hint="pass the folder written by `nerservice train --out`")
+    if is_ensemble_dir(d):
+        return load_ensemble(d, verify=verify)
     missing = [n for n in REQUIRED if not (d / n).is_file()]
     if missing:
         raise ModelLoadError(f"{d}: missing {', '.join(missing)}", path=str(d))

@@ -14,6 +14,7 @@ from nerservice.errors import NerServiceError
 COMMAND_MODULES = (
     "nerservice.cli.train_cmd",
     "nerservice.cli.evaluate_cmd",
+    "nerservice.cli.ensemble_cmd",
     "nerservice.cli.predict_cmd",
     "nerservice.cli.models_cmd",
     "nerservice.cli.serve_cmd",

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from nerservice.model.decode import marginals, viterbi
+from nerservice.model.decode import CrfParams, marginals, viterbi
 from nerservice.model.tagger import NerTagger
 from nerservice.text.features import EncodedCorpus, ShapePolicy
 from nerservice.text.vocab import Vocabularies
@@ -56,6 +56,27 @@ def compile_forward(model: NerTagger, *, jit_compile: bool = False) -> Callable[
     raise NotImplementedError(f"Keras backend {backend!r} is not supported (use tensorflow or jax)")
 
 
+def decode_emissions(emissions: Sequence[np.ndarray], crf: CrfParams, tag_of: Callable[[int], str], *,
+                     with_scores: bool, batch_size: int, bucket_size: int) -> list[Tagged]:
+    """Viterbi paths (and marginals) for per-sentence emissions, decoded in length-bucketed padded batches
+    (the NumPy recursions cost T·K² per step for the whole batch at once)."""
+    out = [Tagged([], [])] * len(emissions)
+    nonempty = [i for i, e in enumerate(emissions) if len(e)]
+    for idx in bucketed_batches([len(emissions[i]) for i in nonempty], batch_size=batch_size,
+                                bucket_size=bucket_size, seed=None):
+        rows = [nonempty[j] for j in idx]
+        lens = np.array([len(emissions[r]) for r in rows])
+        em = np.zeros((len(rows), int(lens.max()), emissions[rows[0]].shape[1]))
+        for b, r in enumerate(rows):
+            em[b, : lens[b]] = emissions[r]
+        paths = viterbi(em, lens, crf)
+        post = marginals(em, lens, crf) if with_scores else None
+        for b, (r, path) in enumerate(zip(rows, paths)):
+            scores = post[b, np.arange(len(path)), path].tolist() if post is not None else [1.0] * len(path)
+            out[r] = Tagged([tag_of(int(t)) for t in path], scores)
+    return out
+
+
 class Predictor:
     def __init__(self, model: NerTagger, vocabs: Vocabularies, *, max_word_length: int, batch_size: int = 256,
                  token_budget: int = 8192, bucket_size: int = 8, jit_compile: bool | str = False) -> None:
@@ -79,30 +100,32 @@ class Predictor:
             self._forward = compile_forward(model, jit_compile=jit_compile is True)
             self.policy = ShapePolicy.for_backend(backend, batch_size=batch_size, time_multiple=bucket_size)
 
-    def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool = True) -> list[Tagged]:
-        """Tag sentences (lists of tokens). Empty sentences get empty results."""
-        out: list[Tagged | None] = [None] * len(sentences)
+    @property
+    def tag_labels(self) -> list[str]:
+        """The tag set in emission-column order (an ensemble checks its members agree on it)."""
+        return self.vocabs.tags.tags
+
+    def crf_params(self) -> CrfParams:
+        return self.model.crf_params()
+
+    def emissions(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """The network's emission scores per sentence, (len, K) float64; empty sentences give (0, K)."""
+        k = len(self.vocabs.tags)
+        out = [np.zeros((0, k))] * len(sentences)
         nonempty = [i for i, s in enumerate(sentences) if len(s)]
-        for i in range(len(sentences)):
-            if not len(sentences[i]):
-                out[i] = Tagged([], [])
-        lengths = [len(sentences[i]) for i in nonempty]
-        crf = self.model.crf_params()
-        tag_of = self.vocabs.tags.tag
         encoded = EncodedCorpus([sentences[i] for i in nonempty], self.vocabs, max_word_length=self.max_word_length)
-        for idx in bucketed_batches(lengths, batch_size=self.batch_size, bucket_size=self.bucket_size, seed=None,
-                                    token_budget=self.token_budget):
-            rows = [nonempty[j] for j in idx]
+        for idx in bucketed_batches([len(sentences[i]) for i in nonempty], batch_size=self.batch_size,
+                                    bucket_size=self.bucket_size, seed=None, token_budget=self.token_budget):
             batch = encoded.batch(idx, self.policy, with_tags=False)
             em = self._forward(batch)[: len(idx)].astype(np.float64)
-            lens = batch["lengths"][: len(idx)]
-            paths = viterbi(em, lens, crf)
-            post = marginals(em, lens, crf) if with_scores else None
-            for k, (r, path) in enumerate(zip(rows, paths)):
-                scores = (post[k, np.arange(len(path)), path].tolist() if post is not None
-                          else [1.0] * len(path))
-                out[r] = Tagged([tag_of(int(t)) for t in path], scores)
-        return [o for o in out if o is not None]
+            for row, (j, n) in enumerate(zip(idx, batch["lengths"][: len(idx)])):
+                out[nonempty[j]] = em[row, : int(n)]
+        return out
+
+    def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool = True) -> list[Tagged]:
+        """Tag sentences (lists of tokens). Empty sentences get empty results."""
+        return decode_emissions(self.emissions(sentences), self.crf_params(), self.vocabs.tags.tag,
+                                with_scores=with_scores, batch_size=self.batch_size, bucket_size=self.bucket_size)
 
     def predict_tags(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         return [t.tags for t in self.tag(sentences, with_scores=False)]

@@ -1,0 +1,49 @@
+"""nerservice ensemble"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from nerservice.cli.common import add_corpus_options, print_scores, read, resolve_model_dir
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ensemble", help="combine trained models into one (mean CRF scores), evaluate it, save it",
+        description="Copy two or more trained models (folders, training output folders or store references) "
+        "into one ensemble folder that evaluate, predict, serve and the model store use like a single model. "
+        "Predictions take the mean of the members' CRF scores and decode it exactly (the path that maximises "
+        "the geometric mean of the members' probabilities). Members must share the tag set. Inference costs "
+        "one forward pass per member.")
+    p.add_argument("members", nargs="+", help="member models (two or more)")
+    p.add_argument("--out", required=True, help="folder to write (replaced atomically if it exists)")
+    p.add_argument("--dev", nargs="+", help="labelled corpus file(s) to evaluate on as 'dev'")
+    p.add_argument("--test", nargs="+", help="labelled corpus file(s) to evaluate on as 'test'")
+    p.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    add_corpus_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nerservice.errors import ConfigError
+    from nerservice.saved_ensemble import LoadedEnsemble, save_ensemble
+    from nerservice.saved_model import load_model
+    from nerservice.training.trainer import evaluator
+
+    if len(args.members) < 2:
+        raise ConfigError("an ensemble needs two or more member models", members=args.members)
+    dirs = [resolve_model_dir(m) for m in args.members]
+    splits = {name: read(paths, args) for name, paths in (("dev", args.dev), ("test", args.test)) if paths}
+    metrics = {}
+    if splits:  # evaluated before anything is written: a failure leaves no half-made ensemble behind
+        predictor = LoadedEnsemble(Path(args.out), [load_model(d) for d in dirs]).predictor()
+        metrics = {name: evaluator(predictor, corpus.sentences) for name, corpus in splits.items()}
+    out = save_ensemble(args.out, dirs, metrics=metrics, sources=args.members)
+    if args.json:
+        print(json.dumps(metrics, indent=2))
+        return 0
+    for name, m in metrics.items():
+        print_scores(f"{name} ({len(dirs)}-model ensemble)", m)
+    print(f"wrote {out}")
+    return 0

@@ -1,0 +1,150 @@
+"""An ensemble of saved models as one directory that loads, serves and registers like a single model.
+
+    ensemble.json       format, how members are combined, and each member's folder and manifest sha256
+    member-0/ ...       complete saved models (nerservice/saved_model.py), copied in, each with its manifest
+    metrics.json        the ensemble's own dev/test evaluation (when corpora were given)
+    lineage.json        where each member came from, and the members' lineages
+    manifest.json       sha256 and size of the top-level files and of every member's manifest
+
+Verifying the top manifest verifies every member (each member's manifest is pinned by its sha256, and each
+member verifies its own files), so the store's integrity checks cover an ensemble without knowing about it.
+Members are copies, not links: an ensemble must not change when a member's source folder is retrained.
+How predictions combine is in nerservice/model/ensemble.py (mean CRF scores, decoded exactly).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nerservice.errors import IntegrityError, ModelLoadError
+from nerservice.saved_model import ENSEMBLE_FORMAT as FORMAT
+from nerservice.saved_model import MANIFEST, load_model, sha256_file, swap_into_place, verify_manifest, write_json
+
+ENSEMBLE = "ensemble.json"
+COMBINE = "mean-crf-scores"
+TOP_FILES = (ENSEMBLE, "metrics.json", "lineage.json")
+
+
+def is_ensemble_dir(path: str | Path) -> bool:
+    return (Path(path) / ENSEMBLE).is_file()
+
+
+@dataclass
+class LoadedEnsemble:
+    """The ``LoadedModel`` interface the Extractor, evaluate and the API use, over several members."""
+
+    path: Path
+    members: list[Any]  # LoadedModel
+    metrics: dict[str, Any] = field(default_factory=dict)
+    lineage: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config(self) -> Any:
+        return self.members[0].config  # members may differ in anything but the tag set
+
+    @property
+    def vocabs(self) -> Any:
+        return self.members[0].vocabs  # the Extractor reads the tag labels from it
+
+    def predictor(self, **kwargs: Any) -> Any:
+        from nerservice.model.ensemble import EnsemblePredictor
+
+        return EnsemblePredictor([m.predictor(**kwargs) for m in self.members])
+
+
+def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics: dict[str, Any] | None = None,
+                  sources: Sequence[str] | None = None) -> Path:
+    """Copy ``members`` (saved model folders, verified first) into a new ensemble folder, written under a
+    temporary name and renamed into place.  ``sources``: how to name each member in the lineage (e.g. the
+    store reference it was resolved from); defaults to the folder paths."""
+    if not members:
+        raise ModelLoadError("an ensemble needs at least one member model", hint="pass two or more model folders")
+    loaded = [load_model(m) for m in members]  # verifies every member and that each one loads
+    tags = loaded[0].vocabs.tags.tags
+    for i, m in enumerate(loaded[1:], start=1):
+        if (other := m.vocabs.tags.tags) != tags:
+            raise ModelLoadError(f"member {i} ({members[i]}) has tags {other}; member 0 has {tags}",
+                                 hint="an ensemble's members must be trained on the same tag set")
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    names = [str(s) for s in (sources or [str(Path(m).resolve()) for m in members])]
+    try:
+        entries = []
+        for i, src in enumerate(members):
+            dst = tmp / f"member-{i}"
+            dst.mkdir()
+            listed = json.loads((Path(src) / MANIFEST).read_text(encoding="utf-8"))["files"]
+            for name in [*listed, MANIFEST]:  # exactly the verified files, nothing stray
+                shutil.copy2(Path(src) / name, dst / name)
+            entries.append({"dir": dst.name, "source": names[i], "manifest_sha256": sha256_file(dst / MANIFEST)})
+        write_json(tmp / ENSEMBLE, {"format": FORMAT, "combine": COMBINE, "members": entries})
+        write_json(tmp / "metrics.json", metrics or {})
+        write_json(tmp / "lineage.json", {
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "members": [{"source": names[i], "lineage": m.lineage, "metrics": m.metrics} for i, m in enumerate(loaded)],
+        })
+        write_json(tmp / MANIFEST, {
+            "format": FORMAT,
+            "files": {n: {"sha256": sha256_file(tmp / n), "bytes": (tmp / n).stat().st_size} for n in TOP_FILES},
+        })
+        swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise IntegrityError(f"{path}: unreadable ({exc})", path=str(path)) from None
+
+
+def verify_ensemble(path: str | Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Top-level files against the manifest, each member's manifest against its pinned sha256, then each
+    member's own files (``verify_manifest``)."""
+    d = Path(path)
+    files = manifest.get("files")
+    if not isinstance(files, dict) or any(n not in files for n in TOP_FILES):
+        raise IntegrityError(f"{d / MANIFEST}: an ensemble manifest must list {', '.join(TOP_FILES)}", path=str(d))
+    for name, meta in files.items():
+        p = d / name
+        if Path(name).name != name or not isinstance(meta, dict):
+            raise IntegrityError(f"{d / MANIFEST}: bad entry {name!r}", path=str(d))
+        if not p.is_file() or p.stat().st_size != meta.get("bytes") or sha256_file(p) != meta.get("sha256"):
+            raise IntegrityError(f"{p}: missing, or checksum mismatch (tampered with or truncated)", path=str(p))
+    spec = _read(d / ENSEMBLE)
+    members = spec.get("members") if isinstance(spec, dict) else None
+    if spec.get("format") != FORMAT or not isinstance(members, list) or not members:
+        raise IntegrityError(f"{d / ENSEMBLE}: not a {FORMAT} member list", path=str(d))
+    for m in members:
+        sub = d / str(m.get("dir", ""))
+        if Path(str(m.get("dir", ""))).name != m.get("dir") or not (sub / MANIFEST).is_file():
+            raise IntegrityError(f"{d / ENSEMBLE}: member folder {m.get('dir')!r} is missing", path=str(d))
+        if sha256_file(sub / MANIFEST) != m.get("manifest_sha256"):
+            raise IntegrityError(f"{sub / MANIFEST}: checksum mismatch (member replaced or tampered with)",
+                                 path=str(sub))
+        verify_manifest(sub)
+    return manifest
+
+
+def load_ensemble(path: str | Path, *, verify: bool = True) -> LoadedEnsemble:
+    d = Path(path)
+    if verify:
+        verify_ensemble(d, _read(d / MANIFEST))
+    spec = _read(d / ENSEMBLE)
+    if not isinstance(spec, dict) or spec.get("format") != FORMAT or spec.get("combine") != COMBINE:
+        raise ModelLoadError(f"{d / ENSEMBLE}: unsupported ensemble format or combination", path=str(d),
+                             hint=f"this version reads {FORMAT} with combine={COMBINE!r}")
+    members = [load_model(d / m["dir"], verify=False) for m in spec["members"]]  # verified above
+    metrics = _read(d / "metrics.json") if (d / "metrics.json").is_file() else {}
+    lineage = _read(d / "lineage.json") if (d / "lineage.json").is_file() else {}
+    return LoadedEnsemble(d, members, metrics=metrics, lineage=lineage)
