@@ -33,3 +33,24 @@ def tiny_training(tmp_path_factory: pytest.TempPathFactory, demo_corpus: dict[st
 @pytest.fixture(scope="session")
 def tiny_model_dir(tiny_training) -> Path:
     return tiny_training.best_dir
+
+
+@pytest.fixture(scope="session")
+def contrary_member_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A second ensemble member that disagrees strongly with the tiny model: its weights with the emission
+    layer scaled by -1.3, so the pair's mean emissions point the other way and the ensemble decides
+    differently from either member alone (a random untrained member would be too quiet to change anything)."""
+    from nerservice.saved_model import load_model, save_model
+
+    base = load_model(tiny_model_dir)
+    layer = base.model.emission
+    layer.set_weights([w * -1.3 for w in layer.get_weights()])
+    return save_model(tmp_path_factory.mktemp("member") / "contrary", model=base.model, vocabs=base.vocabs,
+                      config=base.config)
+
+
+@pytest.fixture(scope="session")
+def tiny_ensemble_dir(tiny_model_dir: Path, contrary_member_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from nerservice.saved_ensemble import save_ensemble
+
+    return save_ensemble(tmp_path_factory.mktemp("ensemble") / "ens", [tiny_model_dir, contrary_member_dir])

@@ -20,25 +20,11 @@ SENTENCES = [["Patients", "with", "asthma", "were", "treated", "with", "lithium"
 TEXTS = ["Patients with breast cancer were treated with cisplatin. No asthma was seen.", "", "Leukemia."]
 
 
-@pytest.fixture(scope="module")
-def second_member(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A member that disagrees strongly with the tiny model: its weights with the emission layer scaled by
-    -1.3, so the pair's mean emissions point the other way and the mean of the CRFs decides differently
-    from either member alone (a random untrained member would be too quiet to change anything)."""
-    from nerservice.saved_model import load_model, save_model
-
-    base = load_model(tiny_model_dir)
-    layer = base.model.emission
-    layer.set_weights([w * -1.3 for w in layer.get_weights()])
-    return save_model(tmp_path_factory.mktemp("member") / "other", model=base.model, vocabs=base.vocabs,
-                      config=base.config)
-
-
-def test_ensemble_decodes_the_argmax_of_the_summed_member_scores(tiny_model_dir, second_member) -> None:
+def test_ensemble_decodes_the_argmax_of_the_summed_member_scores(tiny_model_dir, contrary_member_dir) -> None:
     from nerservice.model.ensemble import EnsemblePredictor
     from nerservice.saved_model import load_model
 
-    members = [load_model(d).predictor() for d in (tiny_model_dir, second_member)]
+    members = [load_model(d).predictor() for d in (tiny_model_dir, contrary_member_dir)]
     ens = EnsemblePredictor(members)
     short = [s for s in SENTENCES if 0 < len(s) <= 4]
     tagged = ens.tag(short)
@@ -84,7 +70,7 @@ def test_members_must_share_the_tag_set(tiny_model_dir, tmp_path) -> None:
     assert not (tmp_path / "ens").exists() and not list(tmp_path.glob(".ens.*"))  # nothing half-written
 
 
-def test_saved_ensemble_loads_verifies_and_extracts_like_its_predictor(tiny_model_dir, second_member,
+def test_saved_ensemble_loads_verifies_and_extracts_like_its_predictor(tiny_model_dir, contrary_member_dir,
                                                                         tmp_path) -> None:
     from nerservice.errors import IntegrityError
     from nerservice.inference import Extractor
@@ -92,7 +78,7 @@ def test_saved_ensemble_loads_verifies_and_extracts_like_its_predictor(tiny_mode
     from nerservice.saved_ensemble import LoadedEnsemble, save_ensemble
     from nerservice.saved_model import load_model, verify_manifest
 
-    out = save_ensemble(tmp_path / "ens", [tiny_model_dir, second_member], metrics={"test": {"micro": {"f1": 0.5}}})
+    out = save_ensemble(tmp_path / "ens", [tiny_model_dir, contrary_member_dir], metrics={"test": {"micro": {"f1": 0.5}}})
     assert sorted(p.name for p in out.iterdir()) == ["ensemble.json", "lineage.json", "manifest.json",
                                                      "member-0", "member-1", "metrics.json"]
     verify_manifest(out)  # what the store's cache runs on every download
@@ -100,8 +86,8 @@ def test_saved_ensemble_loads_verifies_and_extracts_like_its_predictor(tiny_mode
     assert isinstance(loaded, LoadedEnsemble) and len(loaded.members) == 2
     assert loaded.metrics["test"]["micro"]["f1"] == 0.5
     assert [m["source"] for m in loaded.lineage["members"]] == [str(tiny_model_dir.resolve()),
-                                                                str(second_member.resolve())]
-    direct = EnsemblePredictor([load_model(tiny_model_dir).predictor(), load_model(second_member).predictor()])
+                                                                str(contrary_member_dir.resolve())]
+    direct = EnsemblePredictor([load_model(tiny_model_dir).predictor(), load_model(contrary_member_dir).predictor()])
     assert loaded.predictor().predict_tags(SENTENCES) == direct.predict_tags(SENTENCES)
     ex = Extractor.load(out)
     got = ex.extract(TEXTS)
@@ -123,12 +109,12 @@ def test_saved_ensemble_loads_verifies_and_extracts_like_its_predictor(tiny_mode
         load_model(swapped)
 
 
-def test_cli_ensemble_evaluates_and_writes_a_folder_evaluate_reads(tiny_model_dir, second_member, demo_corpus,
+def test_cli_ensemble_evaluates_and_writes_a_folder_evaluate_reads(tiny_model_dir, contrary_member_dir, demo_corpus,
                                                                    tmp_path, capsys) -> None:
     from nerservice.cli.main import main
 
     out = tmp_path / "ens"
-    assert main(["ensemble", str(tiny_model_dir), str(second_member), "--out", str(out),
+    assert main(["ensemble", str(tiny_model_dir), str(contrary_member_dir), "--out", str(out),
                  "--test", str(demo_corpus["test"]), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     saved = json.loads((out / "metrics.json").read_text())
