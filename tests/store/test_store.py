@@ -180,3 +180,19 @@ def test_register_refuses_bad_input(store, model_name, tiny_model_dir, tmp_path)
         store.register(tiny_model_dir, model_name, tags={"nerservice.manifest_sha256": "0" * 64})
     with pytest.raises(ModelNotFoundError, match="no model named"):  # nothing was registered by the above
         store.list(model_name)
+
+
+def test_an_ensemble_registers_resolves_and_is_verified_member_by_member(store, model_name, tiny_ensemble_dir):
+    from nerservice.inference import Extractor
+    from nerservice.saved_ensemble import LoadedEnsemble
+    from nerservice.saved_model import load_model, sha256_file
+
+    version = store.register(tiny_ensemble_dir, model_name)
+    resolved = store.resolve(f"{model_name}/{version}")
+    def every_file(d: Path) -> dict[str, str]:
+        return {str(p.relative_to(d)): sha256_file(p) for p in sorted(d.rglob("*")) if p.is_file()}
+
+    assert any("/" in name for name in every_file(tiny_ensemble_dir))
+    assert every_file(resolved) == every_file(tiny_ensemble_dir)  # members came along, byte for byte
+    assert isinstance(load_model(resolved), LoadedEnsemble)
+    assert Extractor.load(resolved).extract(TEXTS) == Extractor.load(tiny_ensemble_dir).extract(TEXTS)
