@@ -63,8 +63,10 @@ class ApiSettings(BaseSettings):
     # arrival, then only while arrivals keep coming (max_wait_ms apart), and never once the batch is full.
     # Raising it: up to that much model idle time and latency per batch when nobody comes; 0 turns it off,
     # and under steady load the clients then split into groups that alternate with half-size model calls
-    # (~20% less throughput at 64 clients here).
-    merge_wait_ms: float = Field(10.0, ge=0.0)
+    # (~20% less throughput at 64 clients here). 25 rather than 10: on 2 cores a client answered while the
+    # next batch's TF threads hold both cores can come back >10 ms late and then waits a whole extra batch;
+    # at 64 clients 10 ms gave p99 147-191 ms, 25 ms 115-126 ms at the same throughput (bench/results/api.md).
+    merge_wait_ms: float = Field(25.0, ge=0.0)
     # Requests waiting for the model; beyond it the service answers 429. Raising it trades 429s for
     # latency: a full queue of N one-sentence requests is ~N/450 s of waiting on this machine.
     max_queue: int = Field(256, ge=1)
