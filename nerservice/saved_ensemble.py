@@ -4,7 +4,7 @@
     member-0/ ...       complete saved models (nerservice/saved_model.py), copied in, each with its manifest
     metrics.json        the ensemble's own dev/test evaluation (when corpora were given)
     lineage.json        where each member came from, and the members' lineages
-    manifest.json       sha256 and size of the top-level files and of every member's manifest
+    manifest.json       sha256 and size of the top-level files (ensemble.json pins each member's manifest)
 
 Verifying the top manifest verifies every member (each member's manifest is pinned by its sha256, and each
 member verifies its own files), so the store's integrity checks cover an ensemble without knowing about it.
@@ -24,11 +24,12 @@ from typing import Any
 
 from nerservice.errors import IntegrityError, ModelLoadError
 from nerservice.saved_model import ENSEMBLE_FORMAT as FORMAT
-from nerservice.saved_model import MANIFEST, load_model, sha256_file, swap_into_place, verify_manifest, write_json
+from nerservice.saved_model import (LINEAGE, MANIFEST, METRICS, load_model, sha256_file, swap_into_place,
+                                    verify_manifest, write_json)
 
 ENSEMBLE = "ensemble.json"
 COMBINE = "mean-crf-scores"
-TOP_FILES = (ENSEMBLE, "metrics.json", "lineage.json")
+TOP_FILES = (ENSEMBLE, METRICS, LINEAGE)
 
 
 def is_ensemble_dir(path: str | Path) -> bool:
@@ -66,6 +67,10 @@ def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics
     if not members:
         raise ModelLoadError("an ensemble needs at least one member model", hint="pass two or more model folders")
     loaded = [load_model(m) for m in members]  # verifies every member and that each one loads
+    nested = [str(members[i]) for i, m in enumerate(loaded) if isinstance(m, LoadedEnsemble)]
+    if nested:
+        raise ModelLoadError(f"{', '.join(nested)}: already an ensemble; pass its member models instead",
+                             hint="an ensemble's members are single models")
     tags = loaded[0].vocabs.tags.tags
     for i, m in enumerate(loaded[1:], start=1):
         if (other := m.vocabs.tags.tags) != tags:
@@ -85,8 +90,8 @@ def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics
                 shutil.copy2(Path(src) / name, dst / name)
             entries.append({"dir": dst.name, "source": names[i], "manifest_sha256": sha256_file(dst / MANIFEST)})
         write_json(tmp / ENSEMBLE, {"format": FORMAT, "combine": COMBINE, "members": entries})
-        write_json(tmp / "metrics.json", metrics or {})
-        write_json(tmp / "lineage.json", {
+        write_json(tmp / METRICS, metrics or {})
+        write_json(tmp / LINEAGE, {
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "members": [{"source": names[i], "lineage": m.lineage, "metrics": m.metrics} for i, m in enumerate(loaded)],
         })
@@ -145,6 +150,6 @@ def load_ensemble(path: str | Path, *, verify: bool = True) -> LoadedEnsemble:
         raise ModelLoadError(f"{d / ENSEMBLE}: unsupported ensemble format or combination", path=str(d),
                              hint=f"this version reads {FORMAT} with combine={COMBINE!r}")
     members = [load_model(d / m["dir"], verify=False) for m in spec["members"]]  # verified above
-    metrics = _read(d / "metrics.json") if (d / "metrics.json").is_file() else {}
-    lineage = _read(d / "lineage.json") if (d / "lineage.json").is_file() else {}
+    metrics = _read(d / METRICS) if (d / METRICS).is_file() else {}
+    lineage = _read(d / LINEAGE) if (d / LINEAGE).is_file() else {}
     return LoadedEnsemble(d, members, metrics=metrics, lineage=lineage)

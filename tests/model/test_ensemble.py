@@ -124,3 +124,5 @@ def test_cli_ensemble_evaluates_and_writes_a_folder_evaluate_reads(tiny_model_di
     assert again["micro"] == printed["test"]["micro"]
     assert main(["ensemble", str(tiny_model_dir), "--out", str(tmp_path / "one")]) == 2  # needs two
     assert not (tmp_path / "one").exists()
+    assert main(["ensemble", str(out), str(tiny_model_dir), "--out", str(tmp_path / "nested")]) == 2
+    assert "already an ensemble" in capsys.readouterr().err and not (tmp_path / "nested").exists()
