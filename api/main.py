@@ -9,9 +9,13 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
 from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import HTMLResponse
+from starlette.staticfiles import StaticFiles
 
 from api.batching import Batcher
 from api.errors import install_error_handlers
@@ -33,6 +37,21 @@ def _ensure_logging() -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
+
+
+SWAGGER_UI = Path(__file__).resolve().parent / "static" / "swagger-ui"  # swagger-ui-dist, see SOURCE.txt
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """Interactive API docs at /docs with Swagger UI's files served by this process (no other origin)."""
+    app.mount("/static/swagger-ui", StaticFiles(directory=SWAGGER_UI), name="swagger-ui")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title="nerservice API",
+                                   swagger_js_url="/static/swagger-ui/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/swagger-ui/swagger-ui.css",
+                                   swagger_favicon_url="/static/swagger-ui/favicon-32x32.png")
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:
@@ -60,9 +79,12 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
             await batcher.stop()
             slot.close()
 
-    app = FastAPI(title="nerservice", version=__version__, lifespan=lifespan,
+    # docs_url/redoc_url off: FastAPI's built-in pages load Swagger UI / ReDoc from a CDN, which an
+    # air-gapped deployment cannot reach; /docs is served below from the bundled copy instead.
+    app = FastAPI(title="nerservice", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Biomedical named-entity recognition (Bi-LSTM-CNN-Char-CRF) with dynamic "
                   "micro-batching. Errors are JSON: {\"error\": {\"code\", \"message\"}}.")
+    _offline_docs(app)
     install_error_handlers(app, retry_after_s=settings.retry_after_s)
     app.include_router(build_router(settings))
     if settings.cors_origins:  # off by default: the page is same-origin and needs no CORS

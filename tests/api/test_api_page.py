@@ -83,3 +83,21 @@ def test_page_shows_errors(api_server, browser) -> None:
         assert "NER601" in page.inner_text("#status")
     finally:
         page.close()
+
+
+def test_api_docs_render_offline(api_server, browser) -> None:
+    """/docs (Swagger UI) works without internet: every file it loads comes from this server, and it renders
+    the operations of our OpenAPI schema."""
+    page = browser.new_page()
+    requests: list[str] = []
+    page.on("request", lambda req: requests.append(req.url))
+    try:
+        page.goto(api_server.url + "/docs")
+        page.wait_for_selector(".opblock-summary-path", timeout=30_000)
+        paths = {p.strip().replace("\u200b", "") for p in page.locator(".opblock-summary-path").all_inner_texts()}
+        assert {"/v1/extract", "/v1/models", "/healthz"} <= paths
+    finally:
+        page.close()
+    assert requests and all(u.startswith(api_server.url) for u in requests), requests
+    assert any(u.endswith("/static/swagger-ui/swagger-ui-bundle.js") for u in requests)
+    assert httpx.get(api_server.url + "/redoc").status_code == 404  # ReDoc would need a CDN: off
