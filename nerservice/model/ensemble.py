@@ -13,6 +13,7 @@ vocabularies and embeddings may differ (each member encodes the tokens itself).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,10 +28,35 @@ def mean_crf(params: Sequence[CrfParams]) -> CrfParams:
                      end=np.mean([p.end for p in params], axis=0).astype(np.float64))
 
 
+class MembersXla:
+    """The members' background XLA compilers (``jit_compile="background"``) seen as one: the counts /metrics
+    shows and the ``wait()`` benchmarks use.  Each member compiles its own shapes on its own thread."""
+
+    def __init__(self, parts: Sequence[Any]) -> None:
+        self.parts = list(parts)
+
+    @property
+    def compiled(self) -> int:
+        return sum(p.compiled for p in self.parts)
+
+    @property
+    def pending(self) -> int:
+        return sum(p.pending for p in self.parts)
+
+    @property
+    def xla_calls(self) -> int:
+        return sum(p.xla_calls for p in self.parts)
+
+    @property
+    def graph_calls(self) -> int:
+        return sum(p.graph_calls for p in self.parts)
+
+    def wait(self) -> int:
+        return sum(p.wait() for p in self.parts)
+
+
 class EnsemblePredictor:
     """The ``Predictor`` interface over M member predictors (used by the Extractor, evaluate, the API)."""
-
-    background_xla = None  # members compile their own forward functions; no shared background compiler
 
     def __init__(self, members: Sequence[Predictor]) -> None:
         if not members:
@@ -44,6 +70,8 @@ class EnsemblePredictor:
         self.vocabs = members[0].vocabs  # tag lookups; members' word vocabularies stay their own
         self.batch_size, self.bucket_size = members[0].batch_size, members[0].bucket_size
         self._crf = mean_crf([m.crf_params() for m in members])
+        parts = [m.background_xla for m in members if m.background_xla is not None]
+        self.background_xla = MembersXla(parts) if parts else None
 
     @property
     def tag_labels(self) -> list[str]:

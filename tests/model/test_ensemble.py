@@ -126,3 +126,20 @@ def test_cli_ensemble_evaluates_and_writes_a_folder_evaluate_reads(tiny_model_di
     assert not (tmp_path / "one").exists()
     assert main(["ensemble", str(out), str(tiny_model_dir), "--out", str(tmp_path / "nested")]) == 2
     assert "already an ensemble" in capsys.readouterr().err and not (tmp_path / "nested").exists()
+
+
+def test_background_xla_members_are_counted_and_agree_with_the_graph(tiny_ensemble_dir) -> None:
+    from nerservice.saved_model import load_model
+
+    loaded = load_model(tiny_ensemble_dir)
+    graph = loaded.predictor()
+    assert graph.background_xla is None
+    xla = loaded.predictor(jit_compile="background")
+    want = graph.predict_tags(SENTENCES)
+    assert xla.predict_tags(SENTENCES) == want  # answered by the graph functions while compiling
+    compiled = xla.background_xla.wait()
+    assert compiled == sum(m.background_xla.compiled for m in xla.members) >= len(xla.members)
+    assert xla.background_xla.pending == 0
+    before = xla.background_xla.xla_calls
+    assert xla.predict_tags(SENTENCES) == want
+    assert xla.background_xla.xla_calls == before + len(xla.members)  # now every member runs its XLA program
