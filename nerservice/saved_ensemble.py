@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,8 +23,8 @@ from typing import Any
 
 from nerservice.errors import IntegrityError, ModelLoadError
 from nerservice.saved_model import ENSEMBLE_FORMAT as FORMAT
-from nerservice.saved_model import (LINEAGE, MANIFEST, METRICS, load_model, sha256_file, swap_into_place,
-                                    verify_manifest, write_json)
+from nerservice.saved_model import (LINEAGE, MANIFEST, METRICS, check_files, load_model, read_json, sha256_file,
+                                    staged, verify_manifest, write_json, write_manifest)
 
 ENSEMBLE = "ensemble.json"
 COMBINE = "mean-crf-scores"
@@ -60,13 +59,15 @@ class LoadedEnsemble:
 
 
 def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics: dict[str, Any] | None = None,
-                  sources: Sequence[str] | None = None) -> Path:
+                  sources: Sequence[str] | None = None, loaded: Sequence[Any] | None = None) -> Path:
     """Copy ``members`` (saved model folders, verified first) into a new ensemble folder, written under a
     temporary name and renamed into place.  ``sources``: how to name each member in the lineage (e.g. the
-    store reference it was resolved from); defaults to the folder paths."""
+    store reference it was resolved from); defaults to the folder paths.  ``loaded``: ``load_model`` of each
+    member already done by the caller (verified), so it is not done twice."""
     if not members:
         raise ModelLoadError("an ensemble needs at least one member model", hint="pass two or more model folders")
-    loaded = [load_model(m) for m in members]  # verifies every member and that each one loads
+    if loaded is None:
+        loaded = [load_model(m) for m in members]  # verifies every member and that each one loads
     nested = [str(members[i]) for i, m in enumerate(loaded) if isinstance(m, LoadedEnsemble)]
     if nested:
         raise ModelLoadError(f"{', '.join(nested)}: already an ensemble; pass its member models instead",
@@ -77,10 +78,8 @@ def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics
             raise ModelLoadError(f"member {i} ({members[i]}) has tags {other}; member 0 has {tags}",
                                  hint="an ensemble's members must be trained on the same tag set")
     out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     names = [str(s) for s in (sources or [str(Path(m).resolve()) for m in members])]
-    try:
+    with staged(out) as tmp:
         entries = []
         for i, src in enumerate(members):
             dst = tmp / f"member-{i}"
@@ -95,38 +94,16 @@ def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "members": [{"source": names[i], "lineage": m.lineage, "metrics": m.metrics} for i, m in enumerate(loaded)],
         })
-        write_json(tmp / MANIFEST, {
-            "format": FORMAT,
-            "files": {n: {"sha256": sha256_file(tmp / n), "bytes": (tmp / n).stat().st_size} for n in TOP_FILES},
-        })
-        swap_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        write_manifest(tmp, FORMAT, TOP_FILES)
     return out
-
-
-def _read(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise IntegrityError(f"{path}: unreadable ({exc})", path=str(path)) from None
 
 
 def verify_ensemble(path: str | Path, manifest: dict[str, Any]) -> dict[str, Any]:
     """Top-level files against the manifest, each member's manifest against its pinned sha256, then each
     member's own files (``verify_manifest``)."""
     d = Path(path)
-    files = manifest.get("files")
-    if not isinstance(files, dict) or any(n not in files for n in TOP_FILES):
-        raise IntegrityError(f"{d / MANIFEST}: an ensemble manifest must list {', '.join(TOP_FILES)}", path=str(d))
-    for name, meta in files.items():
-        p = d / name
-        if Path(name).name != name or not isinstance(meta, dict):
-            raise IntegrityError(f"{d / MANIFEST}: bad entry {name!r}", path=str(d))
-        if not p.is_file() or p.stat().st_size != meta.get("bytes") or sha256_file(p) != meta.get("sha256"):
-            raise IntegrityError(f"{p}: missing, or checksum mismatch (tampered with or truncated)", path=str(p))
-    spec = _read(d / ENSEMBLE)
+    check_files(d, manifest, required=TOP_FILES)
+    spec = read_json(d / ENSEMBLE)
     members = spec.get("members") if isinstance(spec, dict) else None
     if spec.get("format") != FORMAT or not isinstance(members, list) or not members:
         raise IntegrityError(f"{d / ENSEMBLE}: not a {FORMAT} member list", path=str(d))
@@ -144,12 +121,12 @@ def verify_ensemble(path: str | Path, manifest: dict[str, Any]) -> dict[str, Any
 def load_ensemble(path: str | Path, *, verify: bool = True) -> LoadedEnsemble:
     d = Path(path)
     if verify:
-        verify_ensemble(d, _read(d / MANIFEST))
-    spec = _read(d / ENSEMBLE)
+        verify_manifest(d)  # dispatches to verify_ensemble
+    spec = read_json(d / ENSEMBLE)
     if not isinstance(spec, dict) or spec.get("format") != FORMAT or spec.get("combine") != COMBINE:
         raise ModelLoadError(f"{d / ENSEMBLE}: unsupported ensemble format or combination", path=str(d),
                              hint=f"this version reads {FORMAT} with combine={COMBINE!r}")
     members = [load_model(d / m["dir"], verify=False) for m in spec["members"]]  # verified above
-    metrics = _read(d / METRICS) if (d / METRICS).is_file() else {}
-    lineage = _read(d / LINEAGE) if (d / LINEAGE).is_file() else {}
+    metrics = read_json(d / METRICS) if (d / METRICS).is_file() else {}
+    lineage = read_json(d / LINEAGE) if (d / LINEAGE).is_file() else {}
     return LoadedEnsemble(d, members, metrics=metrics, lineage=lineage)

@@ -12,6 +12,7 @@ A directory is written under a temporary name and renamed into place, so a reade
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from nerservice.config import NerConfig
@@ -50,9 +52,7 @@ def save_model(out_dir: str | Path, *, model: Any, vocabs: Vocabularies, config:
     from nerservice.training.history import plot_history, save_history
 
     out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with staged(out) as tmp:
         (tmp / CONFIG).write_text(config.to_json(), encoding="utf-8")
         vocabs.save(tmp / VOCAB)
         model.save_weights(tmp / WEIGHTS)
@@ -61,20 +61,33 @@ def save_model(out_dir: str | Path, *, model: Any, vocabs: Vocabularies, config:
         if history:
             save_history(history, tmp / HISTORY)
             plot_history(history, tmp / PLOT)
-        files = sorted(p.name for p in tmp.iterdir())
-        write_json(tmp / MANIFEST, {
-            "format": FORMAT,
-            "model": model.get_config(),  # data-dependent sizes (vocab, chars, tags, word dim)
-            "files": {n: {"sha256": sha256_file(tmp / n), "bytes": (tmp / n).stat().st_size} for n in files},
-        })
-        swap_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        # "model": the data-dependent sizes (vocab, chars, tags, word dim)
+        write_manifest(tmp, FORMAT, sorted(p.name for p in tmp.iterdir()), model=model.get_config())
     return out
 
 
-def swap_into_place(tmp: Path, out: Path) -> None:
+@contextlib.contextmanager
+def staged(out: Path) -> Iterator[Path]:
+    """A temporary folder beside ``out``, renamed into place when the block succeeds and removed when it
+    fails: a reader never sees half a model."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield tmp
+        _swap_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_manifest(folder: Path, fmt: str, names: Sequence[str], **extra: Any) -> None:
+    write_json(folder / MANIFEST, {
+        "format": fmt, **extra,
+        "files": {n: {"sha256": sha256_file(folder / n), "bytes": (folder / n).stat().st_size} for n in names},
+    })
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
     if out.exists():
         trash = out.with_name(f".{out.name}.old-{os.getpid()}")
         os.replace(out, trash)
@@ -97,12 +110,21 @@ def verify_manifest(model_dir: str | Path) -> dict[str, Any]:
         from nerservice.saved_ensemble import verify_ensemble
 
         return verify_ensemble(d, manifest)
+    return check_files(d, manifest, required=[n for n in REQUIRED if n != MANIFEST])
+
+
+def check_files(folder: Path, manifest: Any, *, required: Sequence[str]) -> dict[str, Any]:
+    """The manifest's 'files' table is well formed, lists every ``required`` name, names only plain files in
+    ``folder``, and each has its recorded size and sha256."""
+    from nerservice.errors import IntegrityError
+
+    d = folder
     files = manifest.get("files") if isinstance(manifest, dict) else None
     if not isinstance(files, dict) or not all(
             isinstance(m, dict) and {"bytes", "sha256"} <= set(m) for m in files.values()):
         raise IntegrityError(f"{d / MANIFEST}: no valid 'files' table", path=str(d))
     # A manifest that stops listing a required file would otherwise let that file change unchecked.
-    unlisted = [n for n in REQUIRED if n != MANIFEST and n not in files]
+    unlisted = [n for n in required if n not in files]
     if unlisted:
         raise IntegrityError(f"{d / MANIFEST}: does not list {', '.join(unlisted)}", path=str(d))
     for name, meta in files.items():
@@ -132,7 +154,7 @@ class LoadedModel:
                          bucket_size=self.config.training.bucket_size, **kwargs)
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -156,14 +178,14 @@ def load_model(model_dir: str | Path, *, verify: bool = True) -> Any:
         raise ModelLoadError(f"{d}: missing {', '.join(missing)}", path=str(d))
     if verify:
         verify_manifest(d)
-    config = NerConfig.from_dict(_read_json(d / CONFIG))
+    config = NerConfig.from_dict(read_json(d / CONFIG))
     vocabs = Vocabularies.load(d / VOCAB)
-    shape = _read_json(d / MANIFEST).get("model", {})
+    shape = read_json(d / MANIFEST).get("model", {})
     if shape.get("n_words") != len(vocabs.words) or shape.get("n_tags") != len(vocabs.tags):
         raise ModelLoadError(f"{d}: manifest sizes do not match vocab.json", path=str(d))
     model = NerTagger(n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_tags=len(vocabs.tags),
                       word_dim=int(shape["word_dim"]), model_config=config.model.model_dump(mode="json"))
     model.build_for_inference()
     model.load_weights(d / WEIGHTS)
-    return LoadedModel(d, config, vocabs, model, metrics=_read_json(d / METRICS) if (d / METRICS).exists() else {},
-                       lineage=_read_json(d / LINEAGE) if (d / LINEAGE).exists() else {})
+    return LoadedModel(d, config, vocabs, model, metrics=read_json(d / METRICS) if (d / METRICS).exists() else {},
+                       lineage=read_json(d / LINEAGE) if (d / LINEAGE).exists() else {})

@@ -29,9 +29,10 @@ def main() -> None:
     args = ap.parse_args()
 
     from nerservice.data import read_corpus
-    from nerservice.model.ensemble import EnsemblePredictor
+    from nerservice.metrics import evaluate_tags
+    from nerservice.model.ensemble import mean_crf
+    from nerservice.model.predictor import decode_emissions
     from nerservice.saved_model import load_model
-    from nerservice.training.trainer import evaluator
 
     splits = {name: read_corpus(os.path.join(args.corpus, f"{name}.tsv")).sentences for name in ("devel", "test")}
     names, preds = [], []
@@ -43,10 +44,11 @@ def main() -> None:
     ems = {split: [p.emissions([s.tokens for s in sents]) for p in preds] for split, sents in splits.items()}
 
     def f1(members: tuple[int, ...], split: str) -> float:
-        ens = EnsemblePredictor([preds[i] for i in members])
-        ens.emissions = lambda _s, m=members, sp=split: [  # type: ignore[method-assign]
-            sum(ems[sp][i][j] for i in m) / len(m) for j in range(len(splits[sp]))]
-        return evaluator(ens, splits[split])["micro"]["f1"]
+        """What EnsemblePredictor.tag computes (mean emissions, mean CRF, one exact decode), from the cache."""
+        mean = [sum(ems[split][i][j] for i in members) / len(members) for j in range(len(splits[split]))]
+        tagged = decode_emissions(mean, mean_crf([preds[i].crf_params() for i in members]), preds[0].vocabs.tags.tag,
+                                  with_scores=False, batch_size=256, bucket_size=preds[0].bucket_size)
+        return evaluate_tags([list(s.tags) for s in splits[split]], [t.tags for t in tagged])["micro"]["f1"]
 
     result: dict[str, object] = {"members": {}, "ensembles": {}}
     for i, name in enumerate(names):

@@ -35,11 +35,12 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("an ensemble needs two or more member models", members=args.members)
     dirs = [resolve_model_dir(m) for m in args.members]
     splits = {name: read(paths, args) for name, paths in (("dev", args.dev), ("test", args.test)) if paths}
+    loaded = [load_model(d) for d in dirs]  # verified here once; save_ensemble reuses them
     metrics = {}
     if splits:  # evaluated before anything is written: a failure leaves no half-made ensemble behind
-        predictor = LoadedEnsemble(Path(args.out), [load_model(d) for d in dirs]).predictor()
+        predictor = LoadedEnsemble(Path(args.out), loaded).predictor()
         metrics = {name: evaluator(predictor, corpus.sentences) for name, corpus in splits.items()}
-    out = save_ensemble(args.out, dirs, metrics=metrics, sources=args.members)
+    out = save_ensemble(args.out, dirs, metrics=metrics, sources=args.members, loaded=loaded)
     if args.json:
         print(json.dumps(metrics, indent=2))
         return 0

@@ -28,28 +28,18 @@ def mean_crf(params: Sequence[CrfParams]) -> CrfParams:
                      end=np.mean([p.end for p in params], axis=0).astype(np.float64))
 
 
+def _summed(attr: str) -> property:
+    return property(lambda self: sum(getattr(p, attr) for p in self.parts))
+
+
 class MembersXla:
     """The members' background XLA compilers (``jit_compile="background"``) seen as one: the counts /metrics
     shows and the ``wait()`` benchmarks use.  Each member compiles its own shapes on its own thread."""
 
+    compiled, pending, xla_calls, graph_calls = (_summed(a) for a in ("compiled", "pending", "xla_calls", "graph_calls"))
+
     def __init__(self, parts: Sequence[Any]) -> None:
         self.parts = list(parts)
-
-    @property
-    def compiled(self) -> int:
-        return sum(p.compiled for p in self.parts)
-
-    @property
-    def pending(self) -> int:
-        return sum(p.pending for p in self.parts)
-
-    @property
-    def xla_calls(self) -> int:
-        return sum(p.xla_calls for p in self.parts)
-
-    @property
-    def graph_calls(self) -> int:
-        return sum(p.graph_calls for p in self.parts)
 
     def wait(self) -> int:
         return sum(p.wait() for p in self.parts)
