@@ -17,6 +17,13 @@ class CrfParams:
     end: np.ndarray  # (K,)
 
 
+@dataclass(frozen=True)
+class Tagged:
+    """One decoded sentence."""
+    tags: list[str]
+    scores: list[float]  # marginal probability of each chosen tag (1.0 when marginals were not asked for)
+
+
 def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
     m = np.max(x, axis=axis, keepdims=True)
     return np.squeeze(m, axis) + np.log(np.sum(np.exp(x - m), axis=axis))

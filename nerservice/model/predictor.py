@@ -6,22 +6,15 @@ so all three decode identically.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from nerservice.model.decode import CrfParams, marginals, viterbi
+from nerservice.model.decode import CrfParams, Tagged, marginals, viterbi
 from nerservice.model.tagger import NerTagger
 from nerservice.text.features import EncodedCorpus, ShapePolicy
 from nerservice.text.vocab import Vocabularies
 from nerservice.training.batching import bucketed_batches
-
-
-@dataclass(frozen=True)
-class Tagged:
-    tags: list[str]
-    scores: list[float]  # marginal probability of each chosen tag (1.0 when marginals were not asked for)
 
 
 def compile_forward(model: NerTagger, *, jit_compile: bool = False) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
@@ -99,6 +92,13 @@ class Predictor:
         else:
             self._forward = compile_forward(model, jit_compile=jit_compile is True)
             self.policy = ShapePolicy.for_backend(backend, batch_size=batch_size, time_multiple=bucket_size)
+        self.device_tagger = None
+        if backend == "jax":  # forward + CRF decode in one compiled function (``device_tagging.py``)
+            from nerservice.model.device_tagging import DeviceTagger
+
+            self.device_tagger = DeviceTagger(model, vocabs, max_word_length=max_word_length, batch_size=batch_size,
+                                              token_budget=token_budget, bucket_size=bucket_size,
+                                              policy=self.policy, crf_params=self.crf_params)
 
     @property
     def tag_labels(self) -> list[str]:
@@ -124,6 +124,8 @@ class Predictor:
 
     def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool = True) -> list[Tagged]:
         """Tag sentences (lists of tokens). Empty sentences get empty results."""
+        if self.device_tagger is not None:
+            return self.device_tagger.tag(sentences, with_scores=with_scores)
         return decode_emissions(self.emissions(sentences), self.crf_params(), self.vocabs.tags.tag,
                                 with_scores=with_scores, batch_size=self.batch_size, bucket_size=self.bucket_size)
 
