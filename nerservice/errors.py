@@ -68,6 +68,37 @@ class EmptyCorpusError(CorpusError):
     code = "NER203"
 
 
+class DocumentFormatError(CorpusError):
+    """A malformed document file (PubTator, BioC, BRAT). Context: file, line (0 when the format has no
+    lines to point at), document (its id, when known), reason."""
+
+    code = "NER210"
+
+    def __init__(self, reason: str, *, file: str, line: int = 0, document: str | None = None,
+                 hint: str | None = None) -> None:
+        where = f"{file}:{line}" if line else file
+        doc = f" document {document!r}:" if document is not None else ""
+        super().__init__(f"{where}:{doc} {reason}", hint=hint, file=file, line=line, document=document,
+                         reason=reason)
+        self.file, self.line, self.document, self.reason = file, line, document, reason
+
+
+class AnnotationError(CorpusError):
+    """An annotation that cannot become IOB2 tags as it stands (strict mode). Context: file, document,
+    annotation id, start, end, text, kind (``text-mismatch``, ``token-boundary``, ``overlap``,
+    ``discontinuous``, ``outside-passage``, ``empty-span``)."""
+
+    code = "NER211"
+
+    def __init__(self, kind: str, detail: str, *, file: str, document: str, annotation: str, start: int,
+                 end: int, text: str) -> None:
+        super().__init__(
+            f"{file}: document {document!r}: annotation {annotation} [{start}, {end}) {text!r}: {detail}",
+            hint="fix the annotation, or read with --lenient to apply the documented policy and get a report",
+            file=file, document=document, annotation=annotation, start=start, end=end, text=text, kind=kind)
+        self.kind = kind
+
+
 # --- embeddings --------------------------------------------------------------------------------------
 class EmbeddingsError(NerServiceError):
     code, http_status = "NER300", 400
@@ -135,6 +166,7 @@ ERRORS: dict[str, type[NerServiceError]] = {
     cls.code: cls
     for cls in [
         NerServiceError, ConfigError, CorpusError, CorpusFormatError, CorpusEncodingError, EmptyCorpusError,
+        DocumentFormatError, AnnotationError,
         EmbeddingsError, ModelError, ModelLoadError, StoreError, ModelNotFoundError, IntegrityError,
         InvalidModelRefError, PromotionRefusedError, RequestError, PayloadTooLargeError, UnauthorizedError,
         OverloadedError, NotReadyError, DistributedError,
