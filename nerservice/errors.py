@@ -93,7 +93,7 @@ class AnnotationError(CorpusError):
     def __init__(self, kind: str, detail: str, *, file: str, document: str, annotation: str, start: int,
                  end: int, text: str) -> None:
         super().__init__(
-            f"{file}: document {document!r}: annotation {annotation} [{start}, {end}) {text!r}: {detail}",
+            f"{file}: document {document!r}: annotation {annotation} [{start}, {end}) {text!r}: {kind}: {detail}",
             hint="fix the annotation, or read with --lenient to apply the documented policy and get a report",
             file=file, document=document, annotation=annotation, start=start, end=end, text=text, kind=kind)
         self.kind = kind

@@ -8,24 +8,89 @@ from typing import Any
 from nerservice.errors import InvalidModelRefError, ModelLoadError
 
 
+TOKEN_FORMATS = ("tsv", "conll")
+DOCUMENT_FORMATS = ("pubtator", "bioc-xml", "bioc-json", "brat", "jsonl")  # nerservice.documents.DOCUMENT_FORMATS
+
+
 def add_corpus_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", dest="fmt", default="auto", choices=["auto", "tsv", "conll"],
-                   help="corpus file format (default: detect)")
+    p.add_argument("--format", dest="fmt", default="auto", choices=["auto", *TOKEN_FORMATS, *DOCUMENT_FORMATS],
+                   help="corpus format (default: detect): token-per-line tsv/conll, or documents: PubTator, "
+                   "BioC XML/JSON, BRAT (a folder of .txt+.ann), JSON lines")
     p.add_argument("--scheme", default="auto", choices=["auto", "iob1", "iob2", "iobes"],
-                   help="tag scheme of the input (default: detect); everything is converted to IOB2")
+                   help="tag scheme of token-per-line input (default: detect); everything becomes IOB2")
     p.add_argument("--lenient", action="store_true",
-                   help="skip malformed sentences (reported) instead of stopping at the first bad line")
+                   help="token files: skip malformed sentences (reported); documents: apply the documented "
+                   "policy to each bad annotation (reported) instead of stopping at the first")
+    p.add_argument("--label-map", action="append", default=[], metavar="FROM[,FROM...]=TO",
+                   help="documents: rename labels at load, e.g. SpecificDisease,Modifier,DiseaseClass,"
+                   "CompositeMention=Disease (TO=O leaves them out); repeatable")
+    p.add_argument("--sentences", default="split", choices=["split", "lines"],
+                   help="documents without sentence boundaries of their own: the project's sentence splitter "
+                   "(default) or one sentence per line (pre-split BRAT text)")
+    p.add_argument("--report", metavar="FILE", help="documents: write the full conversion report (counts and "
+                   "every annotation case) as JSON to FILE instead of printing each case")
+
+
+def document_format(paths: list[str], fmt: str) -> str | None:
+    """The document format of ``paths`` (None: token-per-line files); one format for all of them."""
+    if fmt in DOCUMENT_FORMATS:
+        return fmt
+    if fmt != "auto":
+        return None
+    from nerservice.documents import detect_path
+    from nerservice.errors import ConfigError
+
+    found = {str(p): detect_path(p) for p in paths}
+    kinds = set(found.values())
+    if len(kinds) > 1:
+        raise ConfigError(f"mixed corpus formats {found}", hint="pass files of one format (or --format)")
+    return kinds.pop()
 
 
 def read(paths: list[str] | str, args: argparse.Namespace) -> Any:
+    items = [paths] if isinstance(paths, str) else list(paths)
+    doc_fmt = document_format(items, args.fmt)
+    if doc_fmt is not None:
+        return read_documents_corpus(items, doc_fmt, args)
+    if getattr(args, "label_map", None):
+        from nerservice.errors import ConfigError
+
+        raise ConfigError("--label-map applies to document formats", hint="token files carry their tags as written")
     from nerservice.data import read_corpus
 
-    corpus = read_corpus(paths, fmt=args.fmt, scheme=args.scheme, lenient=args.lenient)
+    corpus = read_corpus(items, fmt=args.fmt, scheme=args.scheme, lenient=args.lenient)
     r = corpus.report
     for w in r.warnings:
         print(f"warning: {w}")
     for s in r.skipped:
         print(f"skipped: {s.file}:{s.line}: {s.reason}")
+    return corpus
+
+
+_REPORTS_STARTED: set[str] = set()
+
+
+def read_documents_corpus(paths: list[str], fmt: str, args: argparse.Namespace) -> Any:
+    import json
+
+    from nerservice.documents import ConvertOptions, documents_to_sentences, parse_label_map, read_documents
+
+    docs = read_documents(paths, fmt=fmt)
+    options = ConvertOptions(lenient=args.lenient, label_map=parse_label_map(args.label_map),
+                             sentences=args.sentences)
+    corpus = documents_to_sentences(docs, options=options, files=paths)
+    r = corpus.documents_report
+    print(f"{' '.join(paths)} ({fmt}): {r.summary()}")
+    if getattr(args, "report", None):
+        # One JSON line per corpus read (train, dev, test); the file starts fresh with this process's first.
+        mode = "a" if args.report in _REPORTS_STARTED else "w"
+        _REPORTS_STARTED.add(args.report)
+        with open(args.report, mode, encoding="utf-8") as fh:
+            fh.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+        print(f"report: {len(r.cases)} case(s) appended to {args.report}")
+    else:
+        for c in r.cases:
+            print(f"case: {c.describe()}")
     return corpus
 
 

@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Evaluate a saved model (folder, training output folder, or store reference "
                        "like name@production) on corpus file(s).")
     p.add_argument("model", help="model folder or store reference")
-    p.add_argument("corpus", nargs="+", help="labelled corpus file(s)")
+    p.add_argument("corpus", nargs="+", help="labelled corpus file(s) or folders (BRAT): token-per-line or documents")
     p.add_argument("--json", action="store_true",
                    help='print {"micro": {...}, "per_type": {...}, "tokens": n, ...} as JSON')
     add_corpus_options(p)
@@ -26,8 +26,27 @@ def run(args: argparse.Namespace) -> int:
     corpus = read(args.corpus, args)
     loaded = load_model(resolve_model_dir(args.model))
     metrics = evaluator(loaded.predictor(), corpus.sentences)
+    documents = getattr(corpus, "documents", None)
+    if documents:
+        from nerservice.documents.annotate import annotate
+        from nerservice.documents.scoring import score_documents
+        from nerservice.inference import Extractor
+
+        metrics["document_level"] = score_documents(documents, annotate(Extractor(loaded), documents))
     if args.json:
         print(json.dumps(metrics, indent=2))
     else:
         print_scores(" ".join(args.corpus), metrics)
+        if documents:
+            print_document_scores(metrics["document_level"])
     return 0
+
+
+def print_document_scores(scores: dict) -> None:
+    m = scores["micro"]
+    print(f"\ndocument level: strict character offsets (BioCreative/PubTator style) over {scores['documents']} "
+          "documents, predictions from the raw passage text")
+    print(f"  {'type':<14}{'precision':>10}{'recall':>10}{'f1':>10}{'support':>9}")
+    for label, s in sorted(scores["per_type"].items()):
+        print(f"  {label:<14}{s['precision']:>10.4f}{s['recall']:>10.4f}{s['f1']:>10.4f}{s['support']:>9}")
+    print(f"  {'micro':<14}{m['precision']:>10.4f}{m['recall']:>10.4f}{m['f1']:>10.4f}{m['support']:>9}")

@@ -5,22 +5,65 @@ import argparse
 import json
 import sys
 
+OUTPUT_FORMATS = ("jsonl", "pubtator", "bioc-xml", "bioc-json", "brat")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("predict", help="extract entities from raw text, one JSON line per input line",
-                       description="Read raw text lines from FILE (or stdin with '-') and print, per line, "
-                       '{"line": n, "entities": [{"start", "end", "label", "text", "score"}]}.')
+    p = sub.add_parser("predict", help="extract entities from raw text lines or from documents",
+                       description="Raw text lines from FILE (or stdin with '-'): print, per line, "
+                       '{"line": n, "entities": [{"start", "end", "label", "text", "score"}]}. Documents '
+                       "(PubTator, BioC XML/JSON, BRAT folder, JSON lines; --input-format, detected by default): "
+                       "write them back in --format with the model's entities (label, score, document offsets) "
+                       "in place of their annotations; ids, passages and offsets unchanged.")
     p.add_argument("model", help="model folder or store reference")
-    p.add_argument("file", nargs="?", default="-", help="text file, one document per line ('-' = stdin)")
-    p.add_argument("--batch-lines", type=int, default=256, help="lines tagged together")
+    p.add_argument("file", nargs="?", default="-", help="text file, one text per line ('-' = stdin), or a "
+                   "document file / BRAT folder")
+    p.add_argument("--input-format", default="auto",
+                   choices=["auto", "text", "pubtator", "bioc-xml", "bioc-json", "brat", "jsonl"],
+                   help="auto: a document format when the file is one, else text lines")
+    p.add_argument("--format", dest="out_format", default="jsonl", choices=OUTPUT_FORMATS,
+                   help="output format for documents (text lines always give JSON lines)")
+    p.add_argument("--out", help="output file (a folder for brat); default stdout")
+    p.add_argument("--batch-lines", type=int, default=256, help="lines (or documents) tagged together")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from nerservice.cli.common import resolve_model_dir
+    from nerservice.errors import ConfigError
     from nerservice.inference import Extractor
 
+    fmt = args.input_format
+    if fmt == "auto" and args.file != "-":
+        from nerservice.documents import detect_path
+
+        fmt = detect_path(args.file) or "text"
+    if fmt in ("auto", "text"):
+        if args.out_format != "jsonl":
+            raise ConfigError(f"--format {args.out_format} needs document input",
+                              hint="pass a document file (or --input-format); text lines give JSON lines")
+        return _predict_lines(Extractor.load(resolve_model_dir(args.model)), args)
+    if args.out_format == "brat" and not args.out:
+        raise ConfigError("--format brat writes a folder", hint="pass --out FOLDER")
+    from nerservice.documents import format_documents, read_documents, write_documents
+    from nerservice.documents.annotate import annotate
+
+    docs = read_documents(args.file, fmt=fmt, need_ann=False)
     extractor = Extractor.load(resolve_model_dir(args.model))
+    predicted = []
+    for i in range(0, len(docs), args.batch_lines):
+        predicted.extend(annotate(extractor, docs[i : i + args.batch_lines]))
+    if args.out:
+        written = write_documents(predicted, args.out, args.out_format)
+        n = sum(len(d.annotations) for d in predicted)
+        print(f"{len(predicted)} documents, {n} entities → {args.out} ({args.out_format}, {len(written)} file(s))",
+              file=sys.stderr)
+    else:
+        sys.stdout.write(format_documents(predicted, args.out_format))
+    return 0
+
+
+def _predict_lines(extractor, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
     stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
     try:
         buf: list[str] = []

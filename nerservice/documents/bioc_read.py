@@ -107,7 +107,8 @@ class _Walk:
 
     def int_of(self, node: Node, key: str, path: str) -> int:
         v = node.get(key)
-        if isinstance(v, bool) or not (isinstance(v, int) or isinstance(v, str) and v.isascii() and v.isdigit()):
+        if isinstance(v, bool) or not (isinstance(v, int) and v >= 0 or isinstance(v, str) and v.isascii()
+                                       and v.isdigit()):
             raise self.fail(node, path, f"{key} must be a non-negative integer, got {v!r}")
         return int(v)
 

@@ -1,0 +1,54 @@
+"""IOB2 sentences → documents: token-per-line corpora exported as documents (tokens joined by single
+spaces, which the tokenizer splits back into the same tokens), and the round-trip benchmark.
+
+``layout="title-abstract"``: sentence 1 is the title passage, the rest the abstract (PubTator's shape);
+``layout="lines"``: one passage, one sentence per line (pre-split BRAT text).  Every passage records its
+sentence spans, so formats that hold them (BioC, JSON lines) give back exactly the input sentences;
+PubTator cannot hold them and is re-split by the sentence splitter.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from nerservice.data.schemes import spans
+from nerservice.data.sentence import Sentence
+from nerservice.documents.model import Annotation, Document, Passage
+
+Layout = Literal["title-abstract", "lines"]
+
+
+def sentences_to_documents(sentences: Sequence[Sentence], *, per_document: int = 10,
+                           layout: Layout = "title-abstract", id_prefix: str = "doc") -> list[Document]:
+    docs = []
+    for n, i in enumerate(range(0, len(sentences), per_document), 1):
+        docs.append(_document(f"{id_prefix}{n:06d}", sentences[i : i + per_document], layout))
+    return docs
+
+
+def _document(doc_id: str, group: Sequence[Sentence], layout: Layout) -> Document:
+    groups = [group] if layout == "lines" else [group[:1], group[1:]]
+    kinds = [""] if layout == "lines" else ["title", "abstract"]
+    sep = "\n" if layout == "lines" else " "
+    passages, anns = [], []
+    offset = 0
+    for kind, sents in zip(kinds, groups):
+        if not sents:
+            continue
+        texts, sent_spans, pos = [], [], offset
+        for s in sents:
+            starts = []
+            for t in s.tokens:
+                starts.append(pos)
+                pos += len(t) + 1
+            text = " ".join(s.tokens)
+            sent_spans.append((starts[0], starts[0] + len(text)))
+            for a, b, label in spans(s.tags):
+                start, end = starts[a], starts[b - 1] + len(s.tokens[b - 1])
+                anns.append(Annotation(f"T{len(anns) + 1}", label, ((start, end),), " ".join(s.tokens[a:b])))
+            texts.append(text)
+            pos = sent_spans[-1][1] + len(sep)
+        body = sep.join(texts)
+        passages.append(Passage(offset, body, kind, sentences=tuple(sent_spans)))
+        offset += len(body) + 1
+    return Document(doc_id, tuple(passages), tuple(anns))
