@@ -1,0 +1,94 @@
+"""The CLI on documents: train/evaluate read PubTator/BioC/BRAT (detected), predict writes every document
+format with the same ids, passages and offsets, evaluate adds character-offset scores."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import TINY_OVERRIDES
+from nerservice.cli.main import main
+from nerservice.data import read_corpus
+from nerservice.documents import read_documents, write_documents
+from nerservice.documents.from_sentences import sentences_to_documents
+
+
+@pytest.fixture(scope="module")
+def demo_docs(demo_corpus, tmp_path_factory) -> dict[str, Path]:
+    """The demo corpus as PubTator documents of 8 sentences (title + abstract)."""
+    out = tmp_path_factory.mktemp("demo-pubtator")
+    paths = {}
+    for split in ("train", "dev", "test"):
+        docs = sentences_to_documents(read_corpus(demo_corpus[split]).sentences, per_document=8, id_prefix=split)
+        paths[split] = write_documents(docs, out / f"{split}.pubtator", "pubtator")[0]
+    return paths
+
+
+def test_a_malformed_document_file_is_exit_code_2_naming_file_and_line(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.pubtator"
+    bad.write_text("1|t|Aspirin helps.\n1\t0\tseven\tAspirin\tChemical\n", encoding="utf-8")
+    assert main(["train", "--train", str(bad), "--dev", str(bad), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "NER210" in err and f"{bad}:2" in err and "bad annotation offsets" in err
+
+
+def test_a_strict_annotation_error_names_document_offsets_and_text(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.pubtator"
+    bad.write_text("7|t|Aspirin helps.\n7\t0\t6\tAspiri\tChemical\n", encoding="utf-8")
+    assert main(["train", "--train", str(bad), "--dev", str(bad), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "NER211" in err and "document '7'" in err and "[0, 6) 'Aspiri'" in err and "token-boundary" in err
+
+
+def test_label_map_is_refused_for_token_files(demo_corpus, tmp_path: Path, capsys) -> None:
+    assert main(["evaluate", str(tmp_path), str(demo_corpus["test"]), "--label-map", "A=B"]) == 2
+    assert "--label-map applies to document formats" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["pubtator", "bioc-xml", "bioc-json", "brat", "jsonl"])
+def test_predict_writes_documents_back_with_ids_passages_and_document_offsets(fmt: str, tiny_model_dir: Path,
+                                                                              demo_docs, tmp_path: Path) -> None:
+    out = tmp_path / ("out" if fmt == "brat" else f"out.{fmt}")
+    assert main(["predict", str(tiny_model_dir), str(demo_docs["test"]), "--format", fmt, "--out", str(out)]) == 0
+    gold = read_documents(demo_docs["test"])
+    got = read_documents(out, fmt=fmt)
+    assert [d.id for d in got] == [d.id for d in gold]
+    for g, d in zip(gold, got):
+        if fmt == "brat":  # one passage: the title and abstract laid at their offsets
+            assert d.passages[0].text == g.passages[0].text + "\n" + g.passages[1].text
+        else:
+            assert [(p.offset, p.text) for p in d.passages] == [(p.offset, p.text) for p in g.passages]
+        for a in d.annotations:
+            assert d.text_at(a.start, a.end) == a.text and a.score is not None and 0.0 <= a.score <= 1.0
+    found = {(d.id, a.start, a.end, a.label) for d in got for a in d.annotations}
+    wanted = {(d.id, a.start, a.end, a.label) for d in gold for a in d.annotations}
+    assert len(found & wanted) >= 0.9 * len(wanted)
+
+
+@pytest.mark.slow
+def test_evaluate_on_documents_adds_character_offset_scores(tiny_model_dir: Path, demo_docs, capsys) -> None:
+    assert main(["evaluate", str(tiny_model_dir), str(demo_docs["test"]), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.split("\n", 1)[1])  # first line: the conversion summary
+    doc = out["document_level"]
+    assert doc["documents"] == 10 and set(doc["per_type"]) == {"Chemical", "Disease"}
+    assert doc["micro"]["support"] == sum(v["support"] for v in doc["per_type"].values())
+    assert doc["micro"]["f1"] >= 0.9 and out["micro"]["f1"] >= 0.9
+
+
+@pytest.mark.slow
+def test_pubtator_train_predict_pubtator_round_trip(demo_docs, tmp_path: Path, capsys) -> None:
+    sets = [x for k, v in TINY_OVERRIDES.items() for x in ("--set", f"{k}={v}")]
+    assert main(["train", "--train", str(demo_docs["train"]), "--dev", str(demo_docs["dev"]), "--out",
+                 str(tmp_path / "run"), "--quiet", *sets]) == 0
+    out = tmp_path / "pred.pubtator"
+    assert main(["predict", str(tmp_path / "run"), str(demo_docs["test"]), "--format", "pubtator", "--out",
+                 str(out)]) == 0
+    lines_in = demo_docs["test"].read_text(encoding="utf-8").splitlines()
+    lines_out = out.read_text(encoding="utf-8").splitlines()
+    assert [x for x in lines_out if "|t|" in x or "|a|" in x] == [x for x in lines_in if "|t|" in x or "|a|" in x]
+    gold, got = read_documents(demo_docs["test"]), read_documents(out)
+    g = {(d.id, a.start, a.end, a.label) for d in gold for a in d.annotations}
+    p = {(d.id, a.start, a.end, a.label) for d in got for a in d.annotations}
+    assert len(g & p) >= 0.9 * len(g) and len(g & p) >= 0.9 * len(p)
