@@ -29,7 +29,7 @@ FORMATS = {"pubtator": "title-abstract", "bioc-xml": "title-abstract", "bioc-jso
            "jsonl": "title-abstract", "brat": "lines"}
 
 
-def streams(sentences, per_document: int = 10):  # noqa: ANN001, ANN201
+def streams(sentences, per_document: int = 10):
     """Token/tag stream per document, for comparisons that do not depend on sentence boundaries."""
     out: dict[str, tuple] = {}
     cur: list = []
@@ -46,7 +46,7 @@ def streams(sentences, per_document: int = 10):  # noqa: ANN001, ANN201
     return list(out.values())
 
 
-def run_one(sentences, fmt: str, tmp: Path) -> dict:  # noqa: ANN001
+def run_one(sentences, fmt: str, tmp: Path) -> dict:
     t0 = time.perf_counter()
     docs = sentences_to_documents(sentences, layout=FORMATS[fmt])  # type: ignore[arg-type]
     target = tmp / (fmt if fmt == "brat" else f"corpus.{fmt}")
@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                     row = {"corpus": cdir.name, "split": split, "format": fmt, **run_one(sentences, fmt, Path(tmp))}
                 results.append(row)
                 print(f"{row['corpus']:<15}{split:<7}{fmt:<10} in {row['sentences_in']:>6} out "
-                      f"{row['sentences_out']:>6} identical {str(row['identical']):<6} back-exactly "
-                      f"{row['sentences_back_exactly']:>6} streams-identical {str(row['document_streams_identical']):<6}"
+                      f"{row['sentences_out']:>6} identical {row['identical']!s:<6} back-exactly "
+                      f"{row['sentences_back_exactly']:>6} streams-identical {row['document_streams_identical']!s:<6}"
                       f" entities {row['entities_in']}→{row['entities_out']} merges {row['sentence_merges']} "
                       f"{row['seconds']}s", flush=True)
     if args.json_out:

@@ -2,7 +2,8 @@
 
 Distributed batch inference with the API's Extractor (loaded once per executor Python worker): text lines,
 JSONL or Parquet in (an id and a text column), one row per text out with its entities and character
-offsets, as Parquet or JSONL.
+offsets, as Parquet or JSONL; or documents (PubTator, BioC XML/JSON, BRAT, JSON lines) in and out with
+entities at document offsets, streamed through the executors.
 """
 from __future__ import annotations
 
@@ -16,11 +17,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model", required=True, help="store ref (name@alias, name/VERSION) or a model directory "
                    "on storage every executor sees")
     p.add_argument("--input", nargs="+", required=True, help="input files/dirs/globs")
-    p.add_argument("--input-format", default="auto", choices=["auto", "text", "jsonl", "parquet"])
+    p.add_argument("--input-format", default="auto", choices=["auto", "text", "jsonl", "parquet", "pubtator",
+                   "bioc-xml", "bioc-json", "brat", "jsonl-documents"],
+                   help="text/jsonl/parquet: one text per row (id and text columns); the document formats are "
+                   "read, annotated and written back on the executors (brat: the NAME.txt files)")
     p.add_argument("--id-col", default="id")
     p.add_argument("--text-col", default="text")
     p.add_argument("--output", required=True)
-    p.add_argument("--output-format", default="parquet", choices=["parquet", "jsonl"])
+    p.add_argument("--output-format", default="parquet",
+                   choices=["parquet", "jsonl", "pubtator", "bioc-xml", "bioc-json", "brat"],
+                   help="documents: jsonl, pubtator, bioc-xml, bioc-json (one file per partition) or brat "
+                   "(NAME.txt + NAME.ann, OUTPUT on a filesystem every executor can write)")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--partitions", type=int, help="repartition the input (default: Spark's input splits)")
     p.add_argument("--batch-size", type=int, default=256, help="sentences per model call")

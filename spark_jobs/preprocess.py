@@ -21,7 +21,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=42, help="seed of --split and word2vec")
     p.add_argument("--out", required=True, help="output folder (any Spark filesystem)")
     p.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
-    p.add_argument("--format", dest="fmt", default="auto", choices=["auto", "tsv", "conll"])
+    p.add_argument("--format", dest="fmt", default="auto",
+                   choices=["auto", "tsv", "conll", "pubtator", "bioc-xml", "bioc-json", "brat", "jsonl"],
+                   help="auto detects tsv/conll and PubTator, BioC, JSON-lines documents per file; BRAT "
+                   "(NAME.txt + NAME.ann, e.g. --train 'brat/train/*') needs --format brat")
+    p.add_argument("--label-map", action="append", default=[], metavar="FROM[,FROM...]=TO",
+                   help="documents: rename labels at load (TO=O leaves them out); repeatable")
+    p.add_argument("--sentences", default="split", choices=["split", "lines"],
+                   help="documents: sentence splitter (default) or one sentence per line")
     p.add_argument("--scheme", default="auto", choices=["auto", "iob1", "iob2", "iobes"])
     p.add_argument("--word2vec", type=int, metavar="DIM", help="also train DIM-dimensional word2vec vectors "
                    "(Spark MLlib) on all tokens and write OUT/word2vec.txt")
@@ -38,12 +45,14 @@ def main(argv: list[str] | None = None) -> None:
     from nerservice.distributed.preprocess_job import PreprocessRequest, run_preprocess
     from nerservice.distributed.session import get_session
     from nerservice.distributed.word2vec import Word2VecOptions
+    from nerservice.documents.align import parse_label_map
 
     w2v = (Word2VecOptions(dim=args.word2vec, min_count=args.w2v_min_count, window=args.w2v_window,
                            iterations=args.w2v_iterations, seed=args.seed) if args.word2vec else None)
     req = PreprocessRequest(out=args.out, train=args.train, dev=args.dev, test=args.test, split=args.split,
                             seed=args.seed, fmt=args.fmt, scheme=args.scheme, overwrite=args.overwrite,
-                            word2vec=w2v, unlabeled=args.unlabeled)
+                            word2vec=w2v, unlabeled=args.unlabeled, label_map=parse_label_map(args.label_map),
+                            sentences=args.sentences)
     spark = get_session("nerservice-preprocess")
     try:
         stats = run_preprocess(spark, req)

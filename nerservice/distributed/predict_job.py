@@ -13,7 +13,9 @@ from nerservice.distributed import hadoopfs
 from nerservice.distributed.batch_predict import OUTPUT_SCHEMA, predict_frames
 from nerservice.errors import ConfigError
 
-InputFormat = Literal["auto", "text", "jsonl", "parquet"]
+InputFormat = Literal["auto", "text", "jsonl", "parquet", "pubtator", "bioc-xml", "bioc-json", "brat",
+                      "jsonl-documents"]
+DOCUMENT_INPUTS = ("pubtator", "bioc-xml", "bioc-json", "brat", "jsonl-documents")
 
 
 @dataclass
@@ -22,7 +24,7 @@ class PredictRequest:
     output: str
     model: str  # store ref (name@alias, name/3), a model dir, or a training output dir
     input_format: InputFormat = "auto"
-    output_format: Literal["parquet", "jsonl"] = "parquet"
+    output_format: Literal["parquet", "jsonl", "pubtator", "bioc-xml", "bioc-json", "brat"] = "parquet"
     id_col: str = "id"
     text_col: str = "text"
     partitions: int | None = None
@@ -73,6 +75,8 @@ def run_predict(spark: Any, req: PredictRequest) -> dict[str, Any]:
             raise ConfigError(f"output {req.output} exists", hint="pass --overwrite to replace it")
         hadoopfs.delete(spark, req.output)
     model_dir = resolve_model(req.model)
+    if req.input_format in DOCUMENT_INPUTS or req.output_format not in ("parquet", "jsonl"):
+        return _predict_documents(spark, req, model_dir, started)
     texts, id_type = read_texts(spark, req)
     if req.partitions:
         texts = texts.repartition(req.partitions)
@@ -97,5 +101,24 @@ def run_predict(spark: Any, req: PredictRequest) -> dict[str, Any]:
         "infer_seconds": round(infer_seconds, 3), "extract_seconds": round(float(busy.value), 3),
         "seconds": round(time.perf_counter() - started, 3),
     }
+    print(json.dumps(summary), flush=True)
+    return summary
+
+
+def _predict_documents(spark: Any, req: PredictRequest, model_dir: Path, started: float) -> dict[str, Any]:
+    from nerservice.distributed.predict_docs import run_predict_documents
+
+    fmt = "jsonl" if req.input_format == "jsonl-documents" else req.input_format
+    if fmt not in DOCUMENT_INPUTS and fmt not in ("jsonl", "auto"):
+        raise ConfigError(f"--output-format {req.output_format} needs document input",
+                          hint="pass --input-format pubtator|bioc-xml|bioc-json|brat|jsonl-documents")
+    if req.output_format == "parquet":
+        raise ConfigError("document input is written as documents", hint="pick --output-format jsonl, pubtator, "
+                          "bioc-xml, bioc-json or brat")
+    summary = run_predict_documents(spark, inputs=req.inputs, output=req.output, model_dir=str(model_dir),
+                                    input_format=fmt, output_format=req.output_format, partitions=req.partitions,
+                                    options=req.options)
+    summary.update({"model": req.model, "model_dir": str(model_dir), "inputs": req.inputs, "output": req.output,
+                    "output_format": req.output_format, "seconds": round(time.perf_counter() - started, 3)})
     print(json.dumps(summary), flush=True)
     return summary

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nerservice.data import parse_bytes
+from nerservice.documents.align import ConvertOptions
+from nerservice.documents.formats import DOCUMENT_FORMATS, sniff
 from nerservice.distributed.splits import assign_split
 from nerservice.errors import NerServiceError
 
@@ -40,10 +42,18 @@ def display_path(uri: str) -> str:
 
 
 def parse_file(role: str, uri: str, data: bytes, *, fmt: str = "auto", scheme: str = "auto",
-               ratios: Sequence[float] | None = None, seed: int = 42) -> FileResult:
+               ratios: Sequence[float] | None = None, seed: int = 42,
+               options: ConvertOptions | None = None) -> FileResult:
     """Parse one file given as ``role`` (train/dev/test). With ``ratios`` (only for role ``train`` when no
-    dev/test files were given) each sentence's split comes from :func:`assign_split`."""
+    dev/test files were given) each sentence's split comes from :func:`assign_split`.  A document file
+    (``fmt`` a document format, or ``auto`` and the content is one) goes to ``preprocess_docs``."""
     path = display_path(uri)
+    doc_fmt = fmt if fmt in DOCUMENT_FORMATS else sniff(bytes(data[:4096])) if fmt == "auto" else None
+    if doc_fmt is not None:
+        from nerservice.distributed.preprocess_docs import parse_document_file
+
+        return parse_document_file(role, uri, data, fmt=doc_fmt, options=options or ConvertOptions(),
+                                   ratios=ratios, seed=seed)
     try:
         corpus = parse_bytes(bytes(data), source=path, fmt=fmt, scheme=scheme, lenient=True)  # type: ignore[arg-type]
     except NerServiceError as exc:
@@ -73,6 +83,9 @@ def account(reports: list[dict[str, Any]], split_counts: dict[str, int], quarant
     rejected = sum(r["rejected"] for r in reports)
     file_errors = [r for r in reports if r["file_error"]]
     written = sum(split_counts.values())
+    cases = sum(r.get("cases", 0) for r in reports)
+    annotations = sum(r.get("annotations", 0) for r in reports)
+    accounted = sum(r.get("tagged", 0) + r.get("excluded", 0) + r.get("dropped", 0) for r in reports)
     return {
         "files": len(reports),
         "files_rejected": len(file_errors),
@@ -82,5 +95,13 @@ def account(reports: list[dict[str, Any]], split_counts: dict[str, int], quarant
         "sentences_written": written,
         "quarantine_rows": quarantined,
         "repaired_tags": sum(r["repaired"] for r in reports),
-        "adds_up": blocks == kept + rejected and kept == written and quarantined == rejected + len(file_errors),
+        # Document inputs: every annotation is tagged, excluded by the label map or dropped (a quarantine row).
+        "documents": sum(r.get("documents", 0) for r in reports),
+        "annotations": annotations,
+        "annotations_tagged": sum(r.get("tagged", 0) for r in reports),
+        "annotations_excluded": sum(r.get("excluded", 0) for r in reports),
+        "annotations_dropped": sum(r.get("dropped", 0) for r in reports),
+        "annotation_cases": cases,
+        "adds_up": blocks == kept + rejected and kept == written and annotations == accounted
+        and quarantined == rejected + len(file_errors) + cases,
     }

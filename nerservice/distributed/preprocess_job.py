@@ -16,6 +16,8 @@ from typing import Any
 
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.preprocess import QUARANTINE_SCHEMA, SENTENCE_SCHEMA, account, parse_file
+from nerservice.distributed.preprocess_docs import brat_key, parse_brat_group
+from nerservice.documents.align import ConvertOptions
 from nerservice.distributed.splits import SPLITS, parse_ratios
 from nerservice.distributed.stats import CorpusStats, add_row, merge
 from nerservice.distributed.word2vec import Word2VecOptions, train_word2vec, write_vectors
@@ -35,6 +37,8 @@ class PreprocessRequest:
     overwrite: bool = False
     word2vec: Word2VecOptions | None = None
     unlabeled: list[str] = field(default_factory=list)
+    label_map: dict[str, str] = field(default_factory=dict)  # document formats: file label → model label
+    sentences: str = "split"  # document formats: "split" (sentence splitter) or "lines"
 
 
 def run_preprocess(spark: Any, req: PreprocessRequest) -> dict[str, Any]:
@@ -55,11 +59,18 @@ def run_preprocess(spark: Any, req: PreprocessRequest) -> dict[str, Any]:
     roles = {"train": req.train, "dev": req.dev, "test": req.test}
     files: dict[str, list[str]] = {role: hadoopfs.expand(spark, pats) for role, pats in roles.items() if pats}
     parts = []
+    options = ConvertOptions(lenient=True, label_map=req.label_map, sentences=req.sentences)  # type: ignore[arg-type]
     for role, paths in files.items():
         # binaryFiles: whole files, so format/scheme detection and sentence boundaries see the file.
-        parse = partial(parse_file, role, fmt=req.fmt, scheme=req.scheme, ratios=ratios, seed=req.seed)
-        parts.append(sc.binaryFiles(",".join(paths), minPartitions=min(len(paths), sc.defaultParallelism))
-                     .map(lambda kv, parse=parse: parse(kv[0], kv[1])))
+        files_rdd = sc.binaryFiles(",".join(paths), minPartitions=min(len(paths), sc.defaultParallelism))
+        if req.fmt == "brat":  # NAME.txt + NAME.ann meet in one task (grouped by NAME on the executors)
+            group = partial(parse_brat_group, role, options=options, ratios=ratios, seed=req.seed)
+            parts.append(files_rdd.map(lambda kv: _brat_pair(kv)).filter(lambda x: x is not None).groupByKey()
+                         .map(lambda kv, group=group: group(kv[0], dict(kv[1]))))
+            continue
+        parse = partial(parse_file, role, fmt=req.fmt, scheme=req.scheme, ratios=ratios, seed=req.seed,
+                        options=options)
+        parts.append(files_rdd.map(lambda kv, parse=parse: parse(kv[0], kv[1])))
     parsed = sc.union(parts).persist()
     try:
         return _write_outputs(spark, req, parsed, files, started)
@@ -108,6 +119,11 @@ def _write_outputs(spark: Any, req: PreprocessRequest, parsed: Any, files: dict[
         return stats
     finally:
         sentences.unpersist()
+
+
+def _brat_pair(kv: tuple[str, bytes]) -> tuple[str, tuple[str, bytes]] | None:
+    key = brat_key(kv[0])
+    return None if key is None else (key[0], (key[1][0], bytes(kv[1])))
 
 
 def _row_tuple(r: dict[str, Any]) -> tuple[Any, ...]:

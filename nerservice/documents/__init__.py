@@ -7,7 +7,13 @@ sentences for training and evaluation (strict or lenient, every case reported), 
 """
 from nerservice.documents.align import ConvertOptions, documents_to_sentences, parse_label_map
 from nerservice.documents.formats import (
-    DOCUMENT_FORMATS, detect_path, format_documents, parse_bytes, read_documents, sniff, write_documents,
+    DOCUMENT_FORMATS,
+    detect_path,
+    format_documents,
+    parse_bytes,
+    read_documents,
+    sniff,
+    write_documents,
 )
 from nerservice.documents.model import Annotation, Document, Passage, Relation
 from nerservice.documents.report import Case, DocumentCorpus, DocumentReport

@@ -241,10 +241,12 @@ def documents_to_sentences(docs: Iterable[Document], *, options: ConvertOptions 
     conv = _Converter(options or ConvertOptions(), report)
     sentences: list[Sentence] = []
     resolved: list[Document] = []
+    counts: list[int] = []
     for d in docs:
         s, r = conv.document(d)
         sentences.extend(s)
         resolved.append(r)
+        counts.append(len(s))
         if d.source and d.source not in report.files and not files:
             report.files.append(d.source)
     if not sentences:
@@ -252,4 +254,4 @@ def documents_to_sentences(docs: Iterable[Document], *, options: ConvertOptions 
                                hint="check the path and --format")
     report.entities = dict(sorted(report.entities.items()))
     assert report.adds_up, report.to_dict()  # every annotation is tagged, excluded or dropped with a case
-    return DocumentCorpus(sentences, report, resolved)
+    return DocumentCorpus(sentences, report, resolved, counts)

@@ -17,7 +17,7 @@ def annotate(extractor: Any, docs: Sequence[Document]) -> list[Document]:
 
 
 def _apply(doc: Document, found: Iterator[Any]) -> Document:
-    anns = []
+    anns: list[Annotation] = []
     for p in doc.passages:
         for e in next(found):
             anns.append(Annotation(f"T{len(anns) + 1}", e.label, ((p.offset + e.start, p.offset + e.end),), e.text,

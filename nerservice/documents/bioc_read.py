@@ -17,20 +17,27 @@ import json
 from typing import Any
 
 from nerservice.documents.model import Annotation, Document, Passage, Relation
-from nerservice.errors import DocumentFormatError
+from nerservice.errors import ConfigError, DocumentFormatError
 
 Node = dict[str, Any]  # one BioC element as a dict, JSON-shaped, with "_line" from XML
 
 
-def _parser() -> Any:
-    from lxml import etree
+def _etree() -> Any:
+    try:
+        from lxml import etree
+    except ImportError:
+        raise ConfigError("BioC XML needs lxml", hint="pip install 'nerservice[documents]'") from None
+    return etree
 
+
+def _parser() -> Any:
+    etree = _etree()
     return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
                            huge_tree=False, remove_comments=True, remove_pis=True)
 
 
 def parse_bioc_xml(data: bytes, *, source: str) -> list[Document]:
-    from lxml import etree
+    etree = _etree()
 
     try:
         root = etree.fromstring(data, parser=_parser())

@@ -11,7 +11,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from nerservice.documents.model import Annotation, Document, Pairs
-from nerservice.errors import CorpusError
+from nerservice.errors import ConfigError, CorpusError
+
+
+def _bioc() -> Any:
+    try:
+        import bioc
+    except ImportError:
+        raise ConfigError("writing BioC needs the bioc package", hint="pip install 'nerservice[documents]'") from None
+    return bioc
 
 
 def _infons(pairs: Pairs) -> dict[str, str]:
@@ -26,7 +34,7 @@ def _infons(pairs: Pairs) -> dict[str, str]:
 
 
 def _annotation(a: Annotation) -> Any:
-    import bioc
+    bioc = _bioc()
 
     ann = bioc.BioCAnnotation()
     ann.id = a.id
@@ -43,7 +51,7 @@ def _annotation(a: Annotation) -> Any:
 
 
 def to_bioc(docs: Iterable[Document], *, source: str = "nerservice") -> Any:
-    import bioc
+    bioc = _bioc()
 
     collection = bioc.BioCCollection()
     collection.source, collection.date, collection.key = source, "", "nerservice.key"

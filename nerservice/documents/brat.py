@@ -32,7 +32,7 @@ def parse_brat(doc_id: str, text: str, ann: str, *, source: str) -> Document:
                                    hint="see https://brat.nlplab.org/standoff.html")
 
     for n, raw in enumerate(ann.split("\n"), 1):
-        line = raw[:-1] if raw.endswith("\r") else raw
+        line = raw.removesuffix("\r")
         if not line.strip():
             continue
         cols = line.split("\t")

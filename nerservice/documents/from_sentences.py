@@ -30,7 +30,8 @@ def _document(doc_id: str, group: Sequence[Sentence], layout: Layout) -> Documen
     groups = [group] if layout == "lines" else [group[:1], group[1:]]
     kinds = [""] if layout == "lines" else ["title", "abstract"]
     sep = "\n" if layout == "lines" else " "
-    passages, anns = [], []
+    passages: list[Passage] = []
+    anns: list[Annotation] = []
     offset = 0
     for kind, sents in zip(kinds, groups):
         if not sents:

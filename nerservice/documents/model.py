@@ -97,7 +97,7 @@ class Document:
         p = self.passage_at(start, end)
         return None if p is None else p.text[start - p.offset : end - p.offset]
 
-    def with_annotations(self, annotations: tuple[Annotation, ...] | list[Annotation]) -> "Document":
+    def with_annotations(self, annotations: tuple[Annotation, ...] | list[Annotation]) -> Document:
         return replace(self, annotations=tuple(annotations))
 
     @property

@@ -46,7 +46,7 @@ def parse_pubtator(text: str, *, source: str) -> list[Document]:
         return DocumentFormatError(reason, file=source, line=n, document=cur.id if cur else None, hint=hint)
 
     for n, raw in enumerate(text.split("\n"), 1):
-        line = raw[:-1] if raw.endswith("\r") else raw
+        line = raw.removesuffix("\r")
         if not line.strip():
             if cur is not None:
                 docs.append(cur.build(source))

@@ -103,6 +103,7 @@ class DocumentCorpus:
     sentences: list[Sentence]
     documents_report: DocumentReport
     documents: list[Any] = field(default_factory=list)  # the documents with their tagged (resolved) annotations
+    per_document: list[int] = field(default_factory=list)  # sentences of each document, in order
 
     @property
     def report(self) -> ReadReport:

@@ -26,7 +26,7 @@ def at(text: str, sub: str, base: int = 0) -> tuple[int, int]:
     return base + i, base + i + len(sub)
 
 
-def convert(d: Document, **kw):  # noqa: ANN003, ANN201
+def convert(d: Document, **kw):
     return documents_to_sentences([d], options=ConvertOptions(**kw))
 
 
@@ -73,7 +73,7 @@ CASES = [  # (kind, annotation, lenient action, tags of the first sentence after
 
 
 @pytest.mark.parametrize("kind, a, action, tags", CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
-def test_each_case_is_an_error_in_strict_mode_and_a_reported_policy_in_lenient(kind, a, action, tags) -> None:  # noqa: ANN001
+def test_each_case_is_an_error_in_strict_mode_and_a_reported_policy_in_lenient(kind, a, action, tags) -> None:
     with pytest.raises(AnnotationError) as exc:
         convert(doc(a))
     e = exc.value

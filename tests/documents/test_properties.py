@@ -19,7 +19,7 @@ LABELS = ["Disease", "Chemical", "SpecificDisease", "Gene"]
 
 
 @st.composite
-def documents(draw, fmt: str) -> Document:  # noqa: ANN001
+def documents(draw, fmt: str) -> Document:
     title = draw(st.text(alphabet=ALPHABET, min_size=1, max_size=40))
     abstract = draw(st.one_of(st.none(), words))
     if fmt == "brat":
@@ -62,14 +62,14 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 @SETTINGS
 @given(st.sampled_from(["pubtator", "bioc-xml", "bioc-json", "brat", "jsonl"]).flatmap(
     lambda f: st.tuples(st.just(f), documents(f))))
-def test_write_then_read_is_the_identity(case) -> None:  # noqa: ANN001
+def test_write_then_read_is_the_identity(case) -> None:
     """read → write → read gives the same document; and the first write keeps everything generated
     (BioC files group annotations by passage, so there only the order may differ)."""
     fmt, doc = case
     once = _roundtrip(doc, fmt)
     assert _roundtrip(once, fmt) == once
     if fmt.startswith("bioc"):
-        key = lambda a: a.id  # noqa: E731
+        key = lambda a: a.id
         assert sorted(once.annotations, key=key) == sorted(doc.annotations, key=key)
         assert once.with_annotations(doc.annotations) == doc
     else:
