@@ -59,6 +59,8 @@ def main() -> None:
     ap.add_argument("--other-batch-sizes", default="4096,1024")
     ap.add_argument("--repeat", type=int, default=100)
     ap.add_argument("--budget-s", type=float, default=150)
+    ap.add_argument("--skip", default="", help="comma-separated stages to skip: raw,distinct")
+    ap.add_argument("--matmul-precision", help="jax_default_matmul_precision (e.g. highest: no TF32 in XLA's dots)")
     ap.add_argument("--json-out", default=os.path.join(os.environ.get("OUT", "/tmp"), "predict_gpu.json"))
     args = ap.parse_args()
     test_path = os.path.join(args.corpora, "NCBI-disease", "test.tsv")
@@ -70,6 +72,8 @@ def main() -> None:
 
     jax.config.update("jax_compilation_cache_dir", "/tmp/jax-cache")  # same HLO from a new Predictor: no recompile
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    if args.matmul_precision:
+        jax.config.update("jax_default_matmul_precision", args.matmul_precision)
     import keras
     import numpy as np
 
@@ -82,7 +86,10 @@ def main() -> None:
     from nerservice.text.features import EncodedCorpus
     from nerservice.training.batching import bucketed_batches
 
+    skip = set(args.skip.split(","))
     res: dict[str, Any] = {"device": str(jax.devices()[0]), "backend": keras.backend.backend(),
+                           "matmul_precision": args.matmul_precision,
+                           "NVIDIA_TF32_OVERRIDE": os.environ.get("NVIDIA_TF32_OVERRIDE"),
                            "batch_size": args.batch_size, "token_budget": args.batch_size * args.tokens_per_row}
 
     def save(stage: str) -> None:
@@ -181,7 +188,7 @@ def main() -> None:
     large_job(pred, "large_job", job, n_job, ceiling=True)
 
     # 3. Raw text through the Extractor (tokenizer + sentence splitter + offsets), same predictor.
-    if left() > 25:
+    if left() > 25 and "raw" not in skip:
         texts = [" ".join(" ".join(s) for s in job[i:i + 10]) for i in range(0, len(job), 10)]
         ex = Extractor(loaded)
         ex.predictor = pred
@@ -194,7 +201,7 @@ def main() -> None:
         save("raw_text_extractor")
 
     # 4. Distinct sentences (no repeats) from four corpora.
-    if left() > 40:
+    if left() > 40 and "distinct" not in skip:
         mixed = [s.tokens for c in CORPORA for split in ("train", "devel", "test")
                  for s in read_corpus(os.path.join(args.corpora, c, f"{split}.tsv")).sentences]
         large_job(pred, "distinct_sentences", mixed, sum(map(len, mixed)), ceiling=True)
