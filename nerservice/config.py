@@ -49,6 +49,11 @@ class TrainingConfig(_Strict):
     batch_size: int = Field(32, ge=1)
     learning_rate: float = Field(1e-3, gt=0)  # NerDL: Adam 1e-3
     lr_decay: float = Field(0.005, ge=0)  # lr / (1 + po * epoch), NerDL po = 0.005
+    # Not in NerDL: gradual warm-up (Goyal et al. 2017) for large global batches. Over the first
+    # ``warmup_epochs`` epochs the rate ramps linearly from ``warmup_start_factor`` x lr to lr; 0 = off.
+    # ``nerservice.training.scaling`` sets both when the global batch grows with the workers.
+    warmup_epochs: int = Field(0, ge=0)
+    warmup_start_factor: float = Field(1.0, gt=0, le=1.0)
     clip_norm: float = Field(5.0, gt=0)  # NerDL clips at 5
     patience: int = Field(5, ge=1)  # epochs without dev entity-F1 gain before stopping
     min_delta: float = Field(0.0, ge=0)

@@ -1,7 +1,8 @@
 """spark-submit spark_jobs/train.py --data prep/ --out /shared/run1 --workers 2 [--register NAME]
 
 Synchronous data-parallel training on the executors: one barrier stage of --workers tasks, each a
-TensorFlow MultiWorkerMirroredStrategy worker running the core training loop. Rank 0 evaluates, checkpoints
+TensorFlow MultiWorkerMirroredStrategy worker (or, with --backend jax, one process of a jax.distributed
+job) running the core training loop. Rank 0 evaluates, checkpoints
 to --out (shared storage), and with --register logs to the model store and registers the best model.
 A retried stage resumes from the last checkpoint. Prints the summary JSON (also --out/summary.json).
 """
@@ -28,6 +29,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-resume", action="store_true", help="ignore an existing --out/checkpoint")
     p.add_argument("--collective-timeout", type=float, default=600.0, metavar="S",
                    help="seconds a worker waits for its peers in one all-reduce before failing the stage")
+    p.add_argument("--scaling", choices=("fixed", "grow"), default="fixed",
+                   help="fixed: N workers split each global batch of training.batch_size (the model does not depend "
+                   "on N); grow: every worker takes a full batch, global batch = N x batch_size, learning rate "
+                   "scaled by --lr-rule with warm-up (faster with more workers; see README 'How training scales')")
+    p.add_argument("--lr-rule", choices=("sqrt", "linear"), default="sqrt",
+                   help="with --scaling grow: learning rate x sqrt(N) (default) or x N")
+    p.add_argument("--backend", choices=("tensorflow", "jax"), default="tensorflow",
+                   help="Keras backend of the workers: tensorflow (tf.distribute, the CPU default) or jax "
+                   "(jax.distributed; the path measured on GPUs)")
     p.add_argument("--inject-kill", metavar="RANK:EPOCH",
                    help="testing aid: SIGKILL RANK's training process once, after epoch EPOCH is checkpointed")
     return p.parse_args(argv)
@@ -48,7 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         summary = run_training(spark, data_dir=args.data, out_dir=args.out, world=args.workers, config=config,
                                embeddings=args.embeddings, register=args.register, promote=args.promote,
-                               resume=not args.no_resume, collective_timeout_s=args.collective_timeout, kill=kill)
+                               resume=not args.no_resume, collective_timeout_s=args.collective_timeout, kill=kill,
+                               backend=args.backend, scaling=args.scaling, rule=args.lr_rule)
     finally:
         spark.stop()
     print(json.dumps(summary, indent=2), flush=True)

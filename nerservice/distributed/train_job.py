@@ -14,9 +14,10 @@ from typing import Any
 from nerservice.config import NerConfig
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.faults import KillPlan
-from nerservice.distributed.worker import Row, TrainSpec, barrier_task, read_attempts
+from nerservice.distributed.worker import BACKENDS, Row, TrainSpec, barrier_task, read_attempts
 from nerservice.embeddings import KUMO_ALIASES, vector_sources
 from nerservice.errors import ConfigError, CorpusError, DistributedError, EmbeddingsError
+from nerservice.training.scaling import Mode, Rule, describe, scale_config
 
 # Applied unless spark-submit sets them (session.get_session).
 TRAIN_DEFAULTS = {
@@ -60,9 +61,15 @@ def read_splits(spark: Any, data_dir: str) -> dict[str, list[Row]]:
 
 def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config: NerConfig,
                  embeddings: str | list[str] | None = None, register: str | None = None, promote: str | None = None,
-                 resume: bool = True, collective_timeout_s: float = 600.0, kill: KillPlan | None = None) -> dict[str, Any]:
+                 resume: bool = True, collective_timeout_s: float = 600.0, kill: KillPlan | None = None,
+                 backend: str = "tensorflow", scaling: Mode = "fixed", rule: Rule = "sqrt") -> dict[str, Any]:
+    """``scaling``/``rule``: how the global batch and learning rate follow ``world``
+    (``nerservice.training.scaling``); the config the workers train with is the scaled one."""
     if world < 1:
         raise ConfigError(f"--workers {world}: need at least 1")
+    if backend not in BACKENDS:
+        raise ConfigError(f"--backend {backend!r}: one of {', '.join(BACKENDS)}")
+    base, config = config, scale_config(config, world, scaling, rule)
     if promote and not register:
         raise ConfigError("--promote needs --register NAME")
     if kill is not None and kill.rank >= world:
@@ -84,8 +91,10 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
             raise EmbeddingsError(f"vectors file {src} does not exist (on the driver, which ships it)", path=src)
     spec = TrainSpec(config=config.model_dump(mode="json"), out_dir=str(out), world=world, embeddings=sources,
                      embeddings_shipped=shipped, register=register, promote=promote, resume=resume,
-                     collective_timeout_s=collective_timeout_s, kill=kill,
-                     sources={"data": data_dir, "embeddings": embeddings, "workers": world})
+                     collective_timeout_s=collective_timeout_s, kill=kill, backend=backend,
+                     scaling=describe(base, config, world, scaling, rule),
+                     sources={"data": data_dir, "embeddings": embeddings, "workers": world, "scaling": scaling,
+                              "backend": backend})
     broadcast = sc.broadcast(data)
     try:
         # The shuffle after the barrier stage is what makes it retryable: Spark reruns a failed barrier

@@ -1,8 +1,12 @@
 """The per-worker training task that runs inside one barrier-stage task.
 
-Order matters (FACTS.md): rendezvous → ``TF_CONFIG`` and ``CUDA_VISIBLE_DEVICES`` set → *then*
-TensorFlow imported → thread pools sized → ``MultiWorkerMirroredStrategy`` (RING, collective timeout)
-created once per process → the core ``train(...)`` with this worker's rank and the world size.
+Order matters: rendezvous → ``KERAS_BACKEND``, ``TF_CONFIG`` and ``CUDA_VISIBLE_DEVICES`` set → *then*
+Keras imported → the multi-worker machinery created once per process → the core ``train(...)`` with this
+worker's rank and the world size.
+TensorFlow (``backend="tensorflow"``, the CPU default): thread pools sized to the task's cores, then
+``MultiWorkerMirroredStrategy`` (RING, collective timeout); each worker feeds its slice of every batch.
+JAX (``backend="jax"``, the proven GPU path): ``jax.distributed.initialize`` with rank 0's rendezvous
+address as the coordinator, then one SPMD step over every process's devices (``ProcessPlacement``).
 Every worker returns a JSON result with a digest of its final weights; rank 0 adds the summary.
 """
 from __future__ import annotations
@@ -20,12 +24,14 @@ from nerservice.data import Sentence
 from nerservice.distributed.environ import scoped_environ
 from nerservice.distributed.faults import KillPlan, arm, checkpoint_epoch
 from nerservice.distributed.gpu import gpu_env
-from nerservice.distributed.rendezvous import agree, rendezvous, tf_config
+from nerservice.distributed.rendezvous import Peer, agree, rendezvous, tf_config
 from nerservice.distributed.shards import shard_of_epoch
 from nerservice.errors import DistributedError, PromotionRefusedError
 
 ATTEMPTS = "attempts.jsonl"
 _STRATEGY_CREATED = False  # TF's collective runtime can be configured once per process
+_JAX_JOB: tuple[str, int, int] | None = None  # jax.distributed can be initialised once per process
+BACKENDS = ("tensorflow", "jax")
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,8 @@ class TrainSpec:
     collective_timeout_s: float = 600.0
     sources: dict[str, Any] = field(default_factory=dict)
     kill: KillPlan | None = None
+    backend: str = "tensorflow"  # Keras backend of the workers: "tensorflow" or "jax"
+    scaling: dict[str, Any] = field(default_factory=dict)  # training.scaling.describe(): into the summary
 
 
 Row = tuple[list[str], list[str], str, int]  # tokens, tags, file, line
@@ -100,11 +108,15 @@ def run_worker(spec: TrainSpec, data: dict[str, list[Row]], context: Any) -> dic
     if rank == 0:
         record_attempt(out, {"task_attempt_id": int(context.taskAttemptId()), "world": spec.world,
                              "resumed_from_epoch": resumed_from, "peers": [p.address for p in peers]})
-    env: dict[str, str | None] = {"TF_CONFIG": tf_config(peers, rank) if spec.world > 1 else None}
+    if spec.backend not in BACKENDS:
+        raise DistributedError(f"unknown training backend {spec.backend!r}", hint=f"one of {', '.join(BACKENDS)}")
+    multi_tf = spec.world > 1 and spec.backend == "tensorflow"
+    env: dict[str, str | None] = {"KERAS_BACKEND": spec.backend,
+                                  "TF_CONFIG": tf_config(peers, rank) if multi_tf else None}
     env.update(gpu_env(context.resources()))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
     with scoped_environ(env):
-        result = _train(spec, data, rank=rank, context=context)
+        result = _train(spec, data, rank=rank, peers=peers)
     context.barrier()  # finish together: a rank that fails after training still fails the whole stage
     result.update(rank=rank, world=spec.world, host=peers[rank].host, port=peers[rank].port, pid=os.getpid(),
                   hostname=socket.gethostname(), resumed_from_epoch=resumed_from,
@@ -113,10 +125,41 @@ def run_worker(spec: TrainSpec, data: dict[str, list[Row]], context: Any) -> dic
     return result
 
 
-def _strategy(spec: TrainSpec) -> Any:
-    global _STRATEGY_CREATED
+def _strategy(spec: TrainSpec, peers: list[Peer], rank: int, batch_size: int) -> Any:
+    import keras
+
+    if keras.backend.backend() != spec.backend:
+        raise DistributedError(f"this Python worker already runs Keras on {keras.backend.backend()}, "
+                               f"the job asked for {spec.backend}",
+                               hint="set spark.python.worker.reuse=false for training jobs (train.py does)")
     if spec.world == 1:
         return None  # exactly the single-process path of the core
+    if spec.backend == "jax":
+        return _jax_job(spec, peers, rank, batch_size)
+    return _tf_strategy(spec)
+
+
+def _jax_job(spec: TrainSpec, peers: list[Peer], rank: int, batch_size: int) -> Any:
+    """Join the JAX job of this stage: rank 0's rendezvous address is the coordinator (rank 0 binds it)."""
+    global _JAX_JOB
+    import jax
+
+    from nerservice.training.parallel import ProcessPlacement
+
+    job = (peers[0].address, spec.world, rank)
+    if _JAX_JOB is not None:
+        raise DistributedError(f"this Python worker already joined the JAX job {_JAX_JOB}",
+                               hint="set spark.python.worker.reuse=false for training jobs (train.py does)")
+    # CPU devices need a collectives implementation for cross-process all-reduce (GPUs use NCCL).
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(coordinator_address=peers[0].address, num_processes=spec.world, process_id=rank,
+                               initialization_timeout=int(spec.collective_timeout_s))
+    _JAX_JOB = job
+    return ProcessPlacement(batch_size)
+
+
+def _tf_strategy(spec: TrainSpec) -> Any:
+    global _STRATEGY_CREATED
     if _STRATEGY_CREATED:
         raise DistributedError("this Python worker already created a multi-worker strategy",
                                hint="set spark.python.worker.reuse=false for training jobs (train.py does)")
@@ -130,16 +173,16 @@ def _strategy(spec: TrainSpec) -> Any:
     return strategy
 
 
-def _train(spec: TrainSpec, data: dict[str, list[Row]], *, rank: int, context: Any) -> dict[str, Any]:
-    if spec.world > 1 and "tensorflow" in sys.modules and not _STRATEGY_CREATED:
+def _train(spec: TrainSpec, data: dict[str, list[Row]], *, rank: int, peers: list[Peer]) -> dict[str, Any]:
+    if spec.world > 1 and spec.backend == "tensorflow" and "tensorflow" in sys.modules and not _STRATEGY_CREATED:
         print("warning: TensorFlow was imported before TF_CONFIG was set in this worker", file=sys.stderr)
     from nerservice.config import NerConfig
     from nerservice.distributed.threads import limit_tensorflow_threads, task_cpus
     from nerservice.training.trainer import train
 
     limit_tensorflow_threads(task_cpus())
-    strategy = _strategy(spec)
     config = NerConfig.from_dict(spec.config)
+    strategy = _strategy(spec, peers, rank, config.training.batch_size)
     train_s = sentences_from_rows(data["train"])
     dev_s = sentences_from_rows(data["dev"])
     test_s = sentences_from_rows(data["test"]) if data.get("test") else None
@@ -165,7 +208,7 @@ def _train(spec: TrainSpec, data: dict[str, list[Row]], *, rank: int, context: A
         "weights_digest": weights_digest(outcome.model),
         "shard_epoch1": shard_of_epoch(lengths, config, epoch=0, rank=rank, world=spec.world),
         "epochs_completed": len(outcome.history), "stopped_reason": outcome.stopped_reason,
-        "loop_seconds": round(outcome.seconds, 3), "fault_armed": armed,
+        "loop_seconds": round(outcome.seconds, 3), "fault_armed": armed, "backend": spec.backend,
     }
     if chief:
         result.update(_chief_summary(spec, outcome, store_cb))
@@ -176,7 +219,7 @@ def _chief_summary(spec: TrainSpec, outcome: Any, store_cb: Any) -> dict[str, An
     history = outcome.history
     summary: dict[str, Any] = {
         "model_dir": str(outcome.best_dir), "best_epoch": outcome.best_epoch, "dev": outcome.dev,
-        "test": outcome.test, "history": history, "vocab": outcome.vocab_stats,
+        "test": outcome.test, "history": history, "vocab": outcome.vocab_stats, "scaling": spec.scaling,
         "train_tokens_per_s": (sum(h["train_tokens_per_s"] for h in history) / len(history)) if history else 0.0,
     }
     if store_cb is not None:

@@ -53,9 +53,13 @@ class LoopResult:
 
 
 def learning_rate(config: NerConfig, epoch: int) -> float:
-    """NerDL's schedule: lr / (1 + po * epoch), epoch counted from 0."""
+    """NerDL's schedule: lr / (1 + po * epoch), epoch counted from 0, times the warm-up ramp (1 when
+    ``warmup_epochs`` is 0, the default)."""
     t = config.training
-    return t.learning_rate / (1.0 + t.lr_decay * epoch)
+    ramp = 1.0
+    if t.warmup_epochs:
+        ramp = t.warmup_start_factor + (1.0 - t.warmup_start_factor) * min(1.0, epoch / t.warmup_epochs)
+    return ramp * t.learning_rate / (1.0 + t.lr_decay * epoch)
 
 
 def epoch_plan(lengths: Sequence[int], config: NerConfig, epoch: int, world: int = 1) -> list[np.ndarray]:
@@ -89,7 +93,10 @@ def run_epochs(
     lengths = [len(s.tokens) for s in train]
     encoded = EncodedCorpus([s.tokens for s in train], vocabs, max_word_length=config.model.max_word_length,
                             tags=[s.tags for s in train])
-    policy = shape_policy or _default_policy(config, world)
+    # A step over a multi-process JAX job takes the whole global batch on every worker (it keeps its
+    # own rows); otherwise each worker encodes its slice.
+    part, parts = (0, 1) if step.global_batch else (rank, world)
+    policy = shape_policy or _default_policy(config, parts)
     started = time.perf_counter()
     reason = "epochs"
     # Snapshots are not checkpointed: a resumed run averages from its first epoch after the resume.
@@ -105,8 +112,8 @@ def run_epochs(
         losses = []
         t0 = time.perf_counter()
         for global_idx in plan:
-            batch = encoded.batch(global_idx[rank::world], policy)
-            batch.update(replica_rows(global_idx, rank, world, encoded.lengths, policy,
+            batch = encoded.batch(global_idx[part::parts], policy)
+            batch.update(replica_rows(global_idx, part, parts, encoded.lengths, policy,
                                       n_rows=batch["lengths"].shape[0]))
             loss = step(batch, len(global_idx))
             losses.append(loss)

@@ -48,6 +48,8 @@ def clear_data_parallel() -> None:
 class Placement:
     """Where JaxStep puts state and batches: replicated / batch-sharded under DataParallel, else nowhere."""
 
+    global_batch = False  # each batch is placed whole by this process
+
     def __init__(self, dist: Any, batch_size: int) -> None:
         import jax
         from jax.sharding import NamedSharding, PartitionSpec
@@ -78,3 +80,58 @@ class Placement:
     def batch(self, batch: dict[str, Any]) -> dict[str, Any]:
         put = self._jax.device_put
         return {k: put(v, self.sharded if k in SHARDED_KEYS else self.replicated) for k, v in batch.items()}
+
+    def local(self, value: Any) -> Any:
+        return value
+
+
+class ProcessPlacement:
+    """Placement for one JAX job of several processes (``jax.distributed``; the Spark JAX path).
+
+    The mesh spans every process's devices. Each process builds the *whole* global batch on its host
+    (every worker holds the data and the seeded batch plan) and hands JAX only the rows of its own devices
+    (``make_array_from_callback``), so the jitted step is one SPMD program across processes and XLA inserts
+    the cross-process all-reduce (NCCL on GPUs, Gloo on CPUs). Step state is replicated: rank 0's values are
+    broadcast first, so workers that built different initial weights still start from one. The Keras
+    variables stay process-local (``local`` copies a replica back), so evaluation, checkpoints and saved
+    models work as in a single process.
+    """
+
+    global_batch = True
+
+    def __init__(self, batch_size: int) -> None:
+        import jax
+        import numpy as np
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+        devices = jax.devices()
+        self.n_devices, self.n_processes = len(devices), jax.process_count()
+        if batch_size % self.n_devices:
+            raise ConfigError(f"training.batch_size={batch_size} is not a multiple of the {self.n_devices} "
+                              "devices of the JAX job", hint="every device takes an equal slice of each batch")
+        mesh = Mesh(np.array(devices), ("batch",))
+        self._jax, self._np = jax, np
+        self.replicated = NamedSharding(mesh, PartitionSpec())
+        self.sharded = NamedSharding(mesh, PartitionSpec("batch"))
+
+    def scope(self) -> Any:  # the trainer enters ``strategy.scope()`` around model building
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def _put(self, value: Any, sharding: Any) -> Any:
+        host = self._np.asarray(value)
+        return self._jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+    def state(self, arrays: list[Any]) -> list[Any]:
+        from jax.experimental import multihost_utils
+
+        host = multihost_utils.broadcast_one_to_all([self._np.asarray(a) for a in arrays])
+        return [self._put(a, self.replicated) for a in host]
+
+    def batch(self, batch: dict[str, Any]) -> dict[str, Any]:
+        return {k: self._put(v, self.sharded if k in SHARDED_KEYS else self.replicated) for k, v in batch.items()}
+
+    def local(self, value: Any) -> Any:
+        """This process's replica of a replicated global array, as a NumPy array."""
+        return self._np.asarray(value.addressable_data(0))

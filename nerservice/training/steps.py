@@ -6,7 +6,9 @@ summed across replicas *before* clipping, so a 2-worker step clips exactly what 
 JAX: a jitted stateless step (``StatelessScope`` + ``optimizer.stateless_apply``); the state lives in
 JAX arrays during an epoch and is written back to the Keras variables by ``sync_to_model``.  Under
 ``keras.distribution.DataParallel`` (``nerservice.training.parallel``) the same step runs over several
-local devices: state replicated, batches sharded on their batch axis, the all-reduce inserted by XLA.
+local devices: state replicated, batches sharded on their batch axis, the all-reduce inserted by XLA;
+with a ``ProcessPlacement`` (``jax.distributed``, the Spark JAX path) the same step spans the devices of
+several processes, and every process feeds the whole global batch (``global_batch``).
 
 The loss of a step is sum(NLL of its sentences) / n_global, where n_global counts the sentences of the
 whole (global) batch, so per-worker shards add up to the single-process loss.
@@ -29,6 +31,9 @@ ROW_KEYS = ("row_ids", "rows_total", "time_total")
 
 class TrainStep(Protocol):
     model: NerTagger
+    # True when every worker passes the whole global batch (the step keeps its own rows); False when each
+    # worker passes its slice ``global_batch[rank::world]``.
+    global_batch: bool
 
     # Returns the loss as a backend scalar, not a float: converting would block on every step and stall
     # asynchronous dispatch (the host could not prepare batch n+1 while the device runs batch n).
@@ -51,13 +56,17 @@ def make_train_step(model: NerTagger, config: TrainingConfig, *, strategy: Any =
     if backend == "tensorflow":
         return TensorFlowStep(model, config, strategy=strategy)
     if backend == "jax":
-        if strategy is not None:
+        from nerservice.training.parallel import ProcessPlacement
+
+        if strategy is not None and not isinstance(strategy, ProcessPlacement):
             raise ValueError("tf.distribute strategies need KERAS_BACKEND=tensorflow")
-        return JaxStep(model, config)
+        return JaxStep(model, config, placement=strategy)
     raise NotImplementedError(f"Keras backend {backend!r} is not supported (use tensorflow or jax)")
 
 
 class TensorFlowStep:
+    global_batch = False
+
     def __init__(self, model: NerTagger, config: TrainingConfig, *, strategy: Any = None) -> None:
         import keras
         import tensorflow as tf
@@ -129,14 +138,15 @@ class TensorFlowStep:
 
 
 class JaxStep:
-    def __init__(self, model: NerTagger, config: TrainingConfig) -> None:
+    def __init__(self, model: NerTagger, config: TrainingConfig, *, placement: Any = None) -> None:
         import jax
         import keras
 
         from nerservice.training.parallel import Placement
 
         self.model, self.clip = model, config.clip_norm
-        self._placement = Placement.current(config.batch_size)
+        self._placement = placement if placement is not None else Placement.current(config.batch_size)
+        self.global_batch = bool(self._placement is not None and self._placement.global_batch)
         self._optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
         self._optimizer.build(model.trainable_variables)
         tv_vars, ntv_vars = model.trainable_variables, model.non_trainable_variables
@@ -186,12 +196,13 @@ class JaxStep:
         return loss
 
     def sync_to_model(self) -> None:
+        local = self._placement.local if self._placement is not None else (lambda v: v)
         for var, val in zip(self.model.trainable_variables, self._tv):
-            var.assign(val)
+            var.assign(local(val))
         for var, val in zip(self.model.non_trainable_variables, self._ntv):
-            var.assign(val)
+            var.assign(local(val))
         for var, val in zip(self._optimizer.variables, self._ov):
-            var.assign(val)
+            var.assign(local(val))
         self.reload_from_model()
 
     def set_learning_rate(self, lr: float) -> None:
