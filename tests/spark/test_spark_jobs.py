@@ -161,3 +161,28 @@ def test_killed_worker_resumes_from_checkpoint(spark_cluster, prepared, trained,
     # Issue 8: the disturbed run's F1 stays within 0.5 points of the undisturbed run's.
     undisturbed = trained[1]["dev"]["micro"]["f1"]
     assert abs(summary["dev"]["micro"]["f1"] - undisturbed) <= 0.005, (summary["dev"]["micro"], undisturbed)
+
+
+@pytest.mark.jax
+def test_jax_workers_grow_and_resume_from_checkpoint_after_a_kill(spark_cluster, prepared, tmp_path) -> None:  # noqa: ANN001
+    """Issue 20: --backend jax makes the two barrier tasks one jax.distributed job (Gloo on CPU); rank 1 dies
+    after epoch 2's checkpoint and the retried stage resumes from it, as under TensorFlow. Issue 19: in
+    --scaling grow every worker keeps a full batch, so the global batch is 2 x 16."""
+    from nerservice.distributed.faults import MARKER
+
+    out = tmp_path / "jax-run"
+    proc = spark_cluster.submit(
+        "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2", "--backend", "jax",
+        "--scaling", "grow", "--inject-kill", "1:2", "--collective-timeout", "120",
+        *overrides(**{"training.epochs": 3, "training.bucket_size": 32, "model.lstm_layers": 1}), timeout=600)
+    check(proc, "jax train with a killed worker")
+    summary = last_json(proc.stdout)
+    assert json.loads((out / MARKER).read_text())["rank"] == 1
+    attempts = summary["attempts"]
+    assert len(attempts) == 2 and attempts[0]["resumed_from_epoch"] == 0 and attempts[1]["resumed_from_epoch"] >= 1
+    assert [h["epoch"] for h in summary["history"]] == [1, 2, 3] and summary["weights_identical"]
+    assert summary["backend"] == "jax" and "resuming from" in spark_cluster.executor_logs()
+    scaling = summary["scaling"]
+    assert scaling["mode"] == "grow" and scaling["global_batch"] == 32 and scaling["per_worker_batch"] == 16
+    assert summary["history"][0]["lr"] == pytest.approx(0.005)  # warm-up starts at the 1-worker rate
+    assert summary["dev"]["micro"]["f1"] > 0.5
