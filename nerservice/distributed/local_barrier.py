@@ -26,6 +26,8 @@ from nerservice.errors import DistributedError
 
 
 class FolderBarrier:
+    """One rank's barrier context; the camelCase method names are pyspark's ``BarrierTaskContext``'s."""
+
     def __init__(self, folder: str | Path, *, rank: int, world: int, host: str = "127.0.0.1",
                  attempt: int = 0, timeout_s: float = 600.0, gpus: list[str] | None = None) -> None:
         self.folder, self.rank, self.world, self.host = Path(folder), rank, world, host
@@ -33,13 +35,13 @@ class FolderBarrier:
         self._round = 0
         self.folder.mkdir(parents=True, exist_ok=True)
 
-    def partitionId(self) -> int:  # noqa: N802 — pyspark's names
+    def partitionId(self) -> int:
         return self.rank
 
-    def getTaskInfos(self) -> list[Any]:  # noqa: N802
+    def getTaskInfos(self) -> list[Any]:
         return [SimpleNamespace(address=f"{self.host}:0") for _ in range(self.world)]
 
-    def allGather(self, message: str = "") -> list[str]:  # noqa: N802
+    def allGather(self, message: str = "") -> list[str]:
         r = self._round
         self._round += 1
         mine = self.folder / f"round{r}-rank{self.rank}.json"
@@ -58,10 +60,10 @@ class FolderBarrier:
     def barrier(self) -> None:
         self.allGather("")
 
-    def taskAttemptId(self) -> int:  # noqa: N802
+    def taskAttemptId(self) -> int:
         return self.attempt * self.world + self.rank
 
-    def stageId(self) -> int:  # noqa: N802
+    def stageId(self) -> int:
         return 0
 
     def resources(self) -> dict[str, Any]:

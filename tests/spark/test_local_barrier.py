@@ -8,13 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import tiny_config
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
 
-def _rows(sentences):  # noqa: ANN001, ANN202
+def _rows(sentences):
     return [[list(s.tokens), list(s.tags), "demo.tsv", i + 1] for i, s in enumerate(sentences)]
 
 
