@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Issues 19/20 in one device call on the lent H200 (bench/results/gpu.md, "Spark task body on JAX").
-# Needs the git-ignored .whl/ (keras and the pure-Python deps the H200 lacks) and .devdata/scale/ (NCBI-disease
+# Needs the git-ignored .devdata/scale/whl/ (keras and the pure-Python deps the H200 lacks) and .devdata/scale/ (NCBI-disease
 # and GloVe 6B 50d rows for its vocabulary) named in the call's `carry`. Results land in $OUT.
 #   A: throughput, one run at a time on a quiet GPU: `nerservice train`, the Spark task body as 1 process,
 #      the task body as 2 processes sharing the GPU.
 #   B: accuracy of --scaling grow: the single-process equivalent of N workers (global batch 32 x N) for
 #      N = 1, 2, 4, 8, several trainings side by side on the GPU (their tokens/s are not benchmarks).
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site ${WHEELS:-.devdata/scale/whl}/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD KERAS_BACKEND=jax PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
 export JAX_COMPILATION_CACHE_DIR=/tmp/jax-cache XLA_PYTHON_CLIENT_PREALLOCATE=false
 D=.devdata/scale
