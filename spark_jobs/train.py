@@ -22,7 +22,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--config", help="config JSON")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
     p.add_argument("--embeddings", action="append", help="pretrained vectors file (shipped to executors) or "
-                   "'glove-6b-50d'; repeat to concatenate sources (e.g. GloVe + preprocess.py's word2vec.txt)")
+                   "'glove-6b-50d'; repeat to concatenate sources (e.g. GloVe + preprocess.py's word2vec.txt); "
+                   "'none' = no pretrained vectors. Default: the config's model.embeddings (glove-6b-50d)")
     p.add_argument("--register", metavar="NAME", help="register the best model in the model store as NAME")
     p.add_argument("--promote", metavar="ALIAS", help="with --register: move ALIAS (e.g. production) to the "
                    "new version unless its dev F1 is worse than the current holder's")
@@ -49,15 +50,17 @@ def main(argv: list[str] | None = None) -> None:
     from nerservice.distributed.faults import KillPlan
     from nerservice.distributed.session import get_session
     from nerservice.distributed.train_job import TRAIN_DEFAULTS, run_training
+    from nerservice.embeddings import resolve_sources
 
     config = NerConfig.load(args.config) if args.config else NerConfig()
     if args.set:
         config = config.with_overrides(args.set)
+    embeddings = resolve_sources(config.model.embeddings, args.embeddings)  # defaults: the same as `nerservice train`
     kill = KillPlan.parse(args.inject_kill) if args.inject_kill else None
     spark = get_session("nerservice-train", defaults=TRAIN_DEFAULTS)
     try:
         summary = run_training(spark, data_dir=args.data, out_dir=args.out, world=args.workers, config=config,
-                               embeddings=args.embeddings, register=args.register, promote=args.promote,
+                               embeddings=embeddings, register=args.register, promote=args.promote,
                                resume=not args.no_resume, collective_timeout_s=args.collective_timeout, kill=kill,
                                backend=args.backend, scaling=args.scaling, rule=args.lr_rule)
     finally:

@@ -1,9 +1,9 @@
-"""Entity-level (seqeval strict IOB2) and token-level scores on hand-made examples."""
+"""Entity-level (seqeval strict IOB2), NerDL tag-level and token-level scores on hand-made examples."""
 from __future__ import annotations
 
 import pytest
 
-from nerservice.metrics import entity_scores, evaluate_tags, token_scores
+from nerservice.metrics import entity_scores, evaluate_tags, tag_scores, token_scores
 
 GOLD = [["B-D", "I-D", "O", "B-C"],
         ["O", "B-C", "I-C", "O", "B-D"]]
@@ -83,7 +83,27 @@ def test_token_level_scores() -> None:
 
 def test_evaluate_tags_labels_both_levels() -> None:
     out = evaluate_tags(GOLD, GOLD)
-    assert set(out) == {"micro", "per_type", "tokens", "sentences", "token_level"}
+    assert set(out) == {"micro", "per_type", "tokens", "sentences", "tag_level", "token_level"}
     assert out["tokens"] == 9 and out["sentences"] == 2
     assert set(out["micro"]) == {"precision", "recall", "f1", "support"}
     assert set(out["token_level"]) == {"micro", "per_type", "accuracy"}
+    assert set(out["tag_level"]) == {"micro", "macro", "per_tag"}
+    assert out["tag_level"]["micro"]["f1"] == 1.0
+
+
+def test_tag_scores_count_iob_tags_like_nerdl() -> None:
+    """NerDL's logged figure: B-X and I-X are separate labels, O is excluded (hand-counted here)."""
+    pred = [["B-D", "O", "O", "B-C"],
+            ["O", "B-C", "B-C", "O", "B-C"]]
+    t = tag_scores(GOLD, pred)
+    assert set(t["per_tag"]) == {"B-C", "B-D", "I-C", "I-D"}
+    # B-D: gold 2, pred 1, tp 1.  I-D: gold 1, pred 0.  B-C: gold 2, pred 4, tp 2.  I-C: gold 1, pred 0.
+    assert t["per_tag"]["B-C"]["precision"] == pytest.approx(2 / 4) and t["per_tag"]["B-C"]["recall"] == 1.0
+    assert t["per_tag"]["B-D"]["recall"] == pytest.approx(1 / 2) and t["per_tag"]["B-D"]["precision"] == 1.0
+    assert t["per_tag"]["I-D"]["recall"] == 0.0 and t["per_tag"]["I-D"]["support"] == 1
+    assert t["micro"]["precision"] == pytest.approx(3 / 5) and t["micro"]["recall"] == pytest.approx(3 / 6)
+    assert t["micro"]["support"] == 6
+    mp, mr = (1 + 0 + 0.5 + 0) / 4, (0.5 + 0 + 1 + 0) / 4
+    assert t["macro"]["f1"] == pytest.approx(2 * mp * mr / (mp + mr))
+    # A B-C tagged I-C is wrong here (unlike token_level), so this figure is stricter than token level.
+    assert t["micro"]["f1"] < token_scores(GOLD, pred)["micro"]["f1"]

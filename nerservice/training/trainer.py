@@ -124,6 +124,11 @@ def train(
     from nerservice.training.loop import run_epochs
     from nerservice.training.steps import make_train_step
 
+    from nerservice.embeddings import vector_sources
+
+    used = vector_sources(embeddings)
+    if used != config.model.embeddings:  # the saved config tells which vectors the model was trained with
+        config = config.with_overrides({"model.embeddings": used})
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     others = list(dev_data) + list(test_data or [])

@@ -91,7 +91,7 @@ def test_train_prints_evaluation_and_writes_a_model(tmp_path: Path, capsys, demo
     assert rc == 0, text
     assert "train: 400 sentences" in text
     assert "dev: entity-level (strict IOB2)" in text and "test: entity-level (strict IOB2)" in text
-    assert "micro" in text and "Disease" in text and "token-level" in text
+    assert "micro" in text and "Disease" in text and "token-level" in text and "NerDL's figure" in text
     assert f"model: {out / 'model-best'}" in text
     from nerservice.saved_model import load_model
 
@@ -105,8 +105,8 @@ def test_evaluate_json_prints_the_documented_keys(tiny_model_dir: Path, demo_cor
     assert main(["evaluate", str(tiny_model_dir), str(demo_corpus["test"]), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     # Documented: {"micro": {"precision", "recall", "f1"}, "per_type": {...}, "tokens": n}; the extras are
-    # labelled (sentences, token_level) and pinned here so a change to the output is a deliberate one.
-    assert set(out) == {"micro", "per_type", "tokens", "sentences", "token_level"}
+    # labelled (sentences, tag_level, token_level) and pinned here so a change to the output is a deliberate one.
+    assert set(out) == {"micro", "per_type", "tokens", "sentences", "tag_level", "token_level"}
     assert {"precision", "recall", "f1"} <= set(out["micro"])
     assert all(0.0 <= out["micro"][k] <= 1.0 for k in ("precision", "recall", "f1"))
     assert out["micro"]["f1"] >= 0.9
