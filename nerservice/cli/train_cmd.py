@@ -45,7 +45,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def effective_config(args: argparse.Namespace):  # -> NerConfig
     from nerservice.config import NerConfig
-
     from nerservice.embeddings import resolve_sources
 
     config = NerConfig.load(args.config) if args.config else NerConfig()
