@@ -43,6 +43,30 @@ class ConfigError(NerServiceError):
     code, http_status = "NER100", 400
 
 
+class CorporaConfigError(ConfigError):
+    """A multi-corpus config (``nerservice train --corpora``) that cannot train: found before training."""
+
+    code = "NER110"
+
+
+class MissingSplitError(CorporaConfigError):
+    code = "NER111"
+
+
+class DuplicateCorpusError(CorporaConfigError):
+    code = "NER112"
+
+
+class EmptyLabelSetError(CorporaConfigError):
+    code = "NER113"
+
+
+class LabelMapError(CorporaConfigError):
+    """Two labels of one corpus mapped onto one name, or a map naming a label the corpus does not have."""
+
+    code = "NER114"
+
+
 # --- corpora -----------------------------------------------------------------------------------------
 class CorpusError(NerServiceError):
     code, http_status = "NER200", 400
@@ -165,7 +189,8 @@ class DistributedError(NerServiceError):
 ERRORS: dict[str, type[NerServiceError]] = {
     cls.code: cls
     for cls in [
-        NerServiceError, ConfigError, CorpusError, CorpusFormatError, CorpusEncodingError, EmptyCorpusError,
+        NerServiceError, ConfigError, CorporaConfigError, MissingSplitError, DuplicateCorpusError,
+        EmptyLabelSetError, LabelMapError, CorpusError, CorpusFormatError, CorpusEncodingError, EmptyCorpusError,
         DocumentFormatError, AnnotationError,
         EmbeddingsError, ModelError, ModelLoadError, StoreError, ModelNotFoundError, IntegrityError,
         InvalidModelRefError, PromotionRefusedError, RequestError, PayloadTooLargeError, UnauthorizedError,

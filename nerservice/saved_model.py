@@ -25,13 +25,15 @@ from typing import Any
 
 from nerservice.config import NerConfig
 from nerservice.errors import ModelLoadError
-from nerservice.text.vocab import Vocabularies
+from nerservice.text.vocab import MultiTagVocabulary, Vocabularies
 
 CONFIG, VOCAB, WEIGHTS = "config.json", "vocab.json", "model.weights.h5"
 METRICS, HISTORY, PLOT, LINEAGE, MANIFEST = "metrics.json", "history.json", "history.png", "lineage.json", "manifest.json"
 REQUIRED = (CONFIG, VOCAB, WEIGHTS, MANIFEST)
 FORMAT = "nerservice.saved_model.v1"
 ENSEMBLE_FORMAT = "nerservice.ensemble.v1"  # nerservice/saved_ensemble.py: several models in one folder
+MULTI_FORMAT = "nerservice.multi.v1"  # nerservice/multi/: one model, one head per corpus; needs MULTI too
+MULTI = "multi.json"
 
 
 def sha256_file(path: str | Path) -> str:
@@ -48,7 +50,9 @@ def write_json(path: Path, data: Any) -> None:
 
 def save_model(out_dir: str | Path, *, model: Any, vocabs: Vocabularies, config: NerConfig,
                metrics: dict[str, Any] | None = None, history: list[dict[str, Any]] | None = None,
-               lineage: dict[str, Any] | None = None) -> Path:
+               lineage: dict[str, Any] | None = None, fmt: str = FORMAT,
+               extra_files: dict[str, Any] | None = None) -> Path:
+    """``fmt``/``extra_files``: another format's kind and its own JSON files (name -> data)."""
     from nerservice.training.history import plot_history, save_history
 
     out = Path(out_dir)
@@ -61,8 +65,10 @@ def save_model(out_dir: str | Path, *, model: Any, vocabs: Vocabularies, config:
         if history:
             save_history(history, tmp / HISTORY)
             plot_history(history, tmp / PLOT)
+        for name, data in (extra_files or {}).items():
+            write_json(tmp / name, data)
         # "model": the data-dependent sizes (vocab, chars, tags, word dim)
-        write_manifest(tmp, FORMAT, sorted(p.name for p in tmp.iterdir()), model=model.get_config())
+        write_manifest(tmp, fmt, sorted(p.name for p in tmp.iterdir()), model=model.get_config())
     return out
 
 
@@ -110,7 +116,8 @@ def verify_manifest(model_dir: str | Path) -> dict[str, Any]:
         from nerservice.saved_ensemble import verify_ensemble
 
         return verify_ensemble(d, manifest)
-    return check_files(d, manifest, required=[n for n in REQUIRED if n != MANIFEST])
+    extra = [MULTI] if isinstance(manifest, dict) and manifest.get("format") == MULTI_FORMAT else []
+    return check_files(d, manifest, required=[n for n in REQUIRED if n != MANIFEST] + extra)
 
 
 def check_files(folder: Path, manifest: Any, *, required: Sequence[str]) -> dict[str, Any]:
@@ -180,7 +187,10 @@ def load_model(model_dir: str | Path, *, verify: bool = True) -> Any:
         verify_manifest(d)
     config = NerConfig.from_dict(read_json(d / CONFIG))
     vocabs = Vocabularies.load(d / VOCAB)
-    shape = read_json(d / MANIFEST).get("model", {})
+    manifest = read_json(d / MANIFEST)
+    shape = manifest.get("model", {})
+    if (manifest.get("format") == MULTI_FORMAT) != isinstance(vocabs.tags, MultiTagVocabulary):
+        raise ModelLoadError(f"{d}: vocab.json's tag set does not fit format {manifest.get('format')!r}", path=str(d))
     if shape.get("n_words") != len(vocabs.words) or shape.get("n_tags") != len(vocabs.tags):
         raise ModelLoadError(f"{d}: manifest sizes do not match vocab.json", path=str(d))
     model = NerTagger(n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_tags=len(vocabs.tags),

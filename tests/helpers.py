@@ -136,3 +136,32 @@ def tiny_config():
     from nerservice.config import NerConfig
 
     return NerConfig().with_overrides(TINY_OVERRIDES)
+
+
+def write_two_corpora(folder: Path, *, sizes: tuple[int, int, int] = (240, 60, 60), seed: int = 5,
+                      **config: Any) -> Path:
+    """Two synthetic corpora with different label sets, from the demo corpus's sentences: "dis" keeps only
+    Disease (chemicals tagged O), "chem" only Chemical, which its label map renames to "Drug". Returns the
+    path of a corpora config naming both (relative split paths; ``config`` adds or replaces keys)."""
+    from nerservice.data import Sentence
+    from nerservice.data.writers import write_corpus
+    from nerservice.demo_corpus import generate
+
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def keep(sents: list[Any], label: str) -> list[Any]:
+        return [Sentence(s.tokens, tuple(t if t[2:] == label else "O" for t in s.tags)) for s in sents]
+
+    corpora = []
+    for c, (name, label) in enumerate((("dis", "Disease"), ("chem", "Chemical"))):
+        entry: dict[str, Any] = {"name": name}
+        for i, (split, n) in enumerate(zip(("train", "dev", "test"), sizes)):
+            path = folder / name / f"{split}.tsv"
+            path.parent.mkdir(exist_ok=True)
+            write_corpus(keep(generate(n, seed=seed * 1000 + c * 10 + i), label), path, fmt="tsv")
+            entry[split] = f"{name}/{split}.tsv"
+        corpora.append(entry)
+    corpora[1]["label_map"] = {"Chemical": "Drug"}
+    path = folder / "corpora.json"
+    path.write_text(json.dumps({"corpora": corpora, **config}, indent=2), encoding="utf-8")
+    return path

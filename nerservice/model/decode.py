@@ -5,9 +5,12 @@ keeps inference identical across Keras backends, and marginals give each entity 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from nerservice.training.batching import bucketed_batches
 
 
 @dataclass(frozen=True)
@@ -83,3 +86,24 @@ def path_log_score(emissions: np.ndarray, tags: np.ndarray, crf: CrfParams) -> f
     """Unnormalised score of one tag path for one sentence (T, K) — used by tests and diagnostics."""
     s = crf.start[tags[0]] + crf.end[tags[-1]] + emissions[np.arange(len(tags)), tags].sum()
     return float(s + crf.transitions[tags[:-1], tags[1:]].sum())
+
+
+def decode_emissions(emissions: Sequence[np.ndarray], crf: CrfParams, tag_of: Callable[[int], str], *,
+                     with_scores: bool, batch_size: int, bucket_size: int) -> list[Tagged]:
+    """Viterbi paths (and marginals) for per-sentence emissions, decoded in length-bucketed padded batches
+    (the NumPy recursions cost T·K² per step for the whole batch at once)."""
+    out = [Tagged([], [])] * len(emissions)
+    nonempty = [i for i, e in enumerate(emissions) if len(e)]
+    for idx in bucketed_batches([len(emissions[i]) for i in nonempty], batch_size=batch_size,
+                                bucket_size=bucket_size, seed=None):
+        rows = [nonempty[j] for j in idx]
+        lens = np.array([len(emissions[r]) for r in rows])
+        em = np.zeros((len(rows), int(lens.max()), emissions[rows[0]].shape[1]))
+        for b, r in enumerate(rows):
+            em[b, : lens[b]] = emissions[r]
+        paths = viterbi(em, lens, crf)
+        post = marginals(em, lens, crf) if with_scores else None
+        for b, (r, path) in enumerate(zip(rows, paths)):
+            scores = post[b, np.arange(len(path)), path].tolist() if post is not None else [1.0] * len(path)
+            out[r] = Tagged([tag_of(int(t)) for t in path], scores)
+    return out

@@ -19,7 +19,7 @@ import numpy as np
 
 from nerservice.errors import ModelLoadError
 from nerservice.model.decode import CrfParams
-from nerservice.model.predictor import Predictor, Tagged, decode_emissions
+from nerservice.model.predictor import Predictor, Tagged, decode_tags
 
 
 def mean_crf(params: Sequence[CrfParams]) -> CrfParams:
@@ -75,8 +75,8 @@ class EnsemblePredictor:
         return [np.mean([em[i] for em in per_member], axis=0) for i in range(len(sentences))]
 
     def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool = True) -> list[Tagged]:
-        return decode_emissions(self.emissions(sentences), self._crf, self.vocabs.tags.tag,
-                                with_scores=with_scores, batch_size=self.batch_size, bucket_size=self.bucket_size)
+        return decode_tags(self.emissions(sentences), self._crf, self.vocabs.tags,
+                           with_scores=with_scores, batch_size=self.batch_size, bucket_size=self.bucket_size)
 
     def predict_tags(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         return [t.tags for t in self.tag(sentences, with_scores=False)]

@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from nerservice.model.decode import CrfParams, Tagged, marginals, viterbi
+from nerservice.model.decode import CrfParams, Tagged, decode_emissions
+from nerservice.model.heads import decode_merged
 from nerservice.model.tagger import NerTagger
 from nerservice.text.features import EncodedCorpus, ShapePolicy
-from nerservice.text.vocab import Vocabularies
+from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary, Vocabularies
 from nerservice.training.batching import bucketed_batches
 
 
@@ -49,25 +50,13 @@ def compile_forward(model: NerTagger, *, jit_compile: bool = False) -> Callable[
     raise NotImplementedError(f"Keras backend {backend!r} is not supported (use tensorflow or jax)")
 
 
-def decode_emissions(emissions: Sequence[np.ndarray], crf: CrfParams, tag_of: Callable[[int], str], *,
-                     with_scores: bool, batch_size: int, bucket_size: int) -> list[Tagged]:
-    """Viterbi paths (and marginals) for per-sentence emissions, decoded in length-bucketed padded batches
-    (the NumPy recursions cost T·K² per step for the whole batch at once)."""
-    out = [Tagged([], [])] * len(emissions)
-    nonempty = [i for i, e in enumerate(emissions) if len(e)]
-    for idx in bucketed_batches([len(emissions[i]) for i in nonempty], batch_size=batch_size,
-                                bucket_size=bucket_size, seed=None):
-        rows = [nonempty[j] for j in idx]
-        lens = np.array([len(emissions[r]) for r in rows])
-        em = np.zeros((len(rows), int(lens.max()), emissions[rows[0]].shape[1]))
-        for b, r in enumerate(rows):
-            em[b, : lens[b]] = emissions[r]
-        paths = viterbi(em, lens, crf)
-        post = marginals(em, lens, crf) if with_scores else None
-        for b, (r, path) in enumerate(zip(rows, paths)):
-            scores = post[b, np.arange(len(path)), path].tolist() if post is not None else [1.0] * len(path)
-            out[r] = Tagged([tag_of(int(t)) for t in path], scores)
-    return out
+def decode_tags(emissions: Sequence[np.ndarray], crf: CrfParams, tags: TagVocabulary | MultiTagVocabulary, *,
+                with_scores: bool, batch_size: int, bucket_size: int) -> list[Tagged]:
+    """Tags of one head, or of every head merged into one tag sequence (a multi-corpus model)."""
+    kw: dict[str, Any] = dict(with_scores=with_scores, batch_size=batch_size, bucket_size=bucket_size)
+    if isinstance(tags, MultiTagVocabulary):
+        return decode_merged(emissions, crf, tags, **kw)
+    return decode_emissions(emissions, crf, tags.tag, **kw)
 
 
 class Predictor:
@@ -93,7 +82,9 @@ class Predictor:
             self._forward = compile_forward(model, jit_compile=jit_compile is True)
             self.policy = ShapePolicy.for_backend(backend, batch_size=batch_size, time_multiple=bucket_size)
         self.device_tagger = None
-        if backend == "jax":  # forward + CRF decode in one compiled function (``device_tagging.py``)
+        # forward + CRF decode in one compiled function (``device_tagging.py``); a multi-corpus model decodes
+        # each head on its own CRF block, on the host (``heads.py``)
+        if backend == "jax" and not isinstance(vocabs.tags, MultiTagVocabulary):
             from nerservice.model.device_tagging import DeviceTagger
 
             self.device_tagger = DeviceTagger(model, vocabs, max_word_length=max_word_length, batch_size=batch_size,
@@ -126,8 +117,8 @@ class Predictor:
         """Tag sentences (lists of tokens). Empty sentences get empty results."""
         if self.device_tagger is not None:
             return self.device_tagger.tag(sentences, with_scores=with_scores)
-        return decode_emissions(self.emissions(sentences), self.crf_params(), self.vocabs.tags.tag,
-                                with_scores=with_scores, batch_size=self.batch_size, bucket_size=self.bucket_size)
+        return decode_tags(self.emissions(sentences), self.crf_params(), self.vocabs.tags,
+                           with_scores=with_scores, batch_size=self.batch_size, bucket_size=self.bucket_size)
 
     def predict_tags(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         return [t.tags for t in self.tag(sentences, with_scores=False)]

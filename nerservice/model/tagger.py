@@ -102,12 +102,14 @@ def dummy_batch() -> dict[str, np.ndarray]:
 
 
 def build_tagger(model_config: ModelConfig, *, n_words: int, n_chars: int, n_tags: int,
-                 word_vectors: np.ndarray | None = None, seed: int = 42) -> NerTagger:
-    """Construct and build a tagger; ``word_vectors`` (n_words, d) initialises (and by default freezes) words."""
+                 word_vectors: np.ndarray | None = None, seed: int = 42, cls: type[NerTagger] | None = None,
+                 **extra: Any) -> NerTagger:
+    """Construct and build a tagger; ``word_vectors`` (n_words, d) initialises (and by default freezes) words.
+    ``cls``/``extra``: a subclass and its own constructor arguments (the multi-corpus tagger)."""
     keras.utils.set_random_seed(seed)
     word_dim = int(word_vectors.shape[1]) if word_vectors is not None else model_config.word_embedding_dim
-    tagger = NerTagger(n_words=n_words, n_chars=n_chars, n_tags=n_tags, word_dim=word_dim,
-                       model_config=model_config.model_dump(mode="json"))
+    tagger = (cls or NerTagger)(n_words=n_words, n_chars=n_chars, n_tags=n_tags, word_dim=word_dim,
+                                model_config=model_config.model_dump(mode="json"), **extra)
     tagger.build_for_inference()
     if word_vectors is not None:
         tagger.set_word_vectors(word_vectors, trainable=model_config.embeddings_trainable)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from nerservice.errors import CorpusError, ModelLoadError
 
 PAD_ID = 0
@@ -179,13 +181,90 @@ class TagVocabulary:
         return vocab
 
 
+HEAD_SEP = "|"  # a multi-corpus model's tag column is named "<corpus>|<tag>", e.g. "ncbi|B-Disease"
+
+
+class MultiTagVocabulary:
+    """The tag columns of a multi-corpus model: one ``TagVocabulary`` per corpus (its head), laid side by
+    side. Column ids run head by head (head 0's "O" is 0); a column belongs to exactly one head, so the
+    gold tag of a sentence's first token names the head that sentence trains."""
+
+    def __init__(self, heads: Sequence[tuple[str, Iterable[str]]]) -> None:
+        if not heads:
+            raise ValueError("a multi-corpus tag vocabulary needs at least one head")
+        self.heads: list[tuple[str, TagVocabulary]] = [(name, TagVocabulary(tags)) for name, tags in heads]
+        names = [n for n, _ in self.heads]
+        if len(set(names)) != len(names) or any(not n or HEAD_SEP in n for n in names):
+            raise ValueError(f"head names must be unique, non-empty and without {HEAD_SEP!r}: {names}")
+        self._tags = [f"{n}{HEAD_SEP}{t}" for n, tv in self.heads for t in tv.tags]
+        self._ids = {t: i for i, t in enumerate(self._tags)}
+        starts = np.cumsum([0] + [len(tv) for _, tv in self.heads])
+        self.slices = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.heads]
+
+    def head(self, name: str) -> tuple[slice, TagVocabulary]:
+        i = self.names.index(name)
+        return self.slices[i], self.heads[i][1]
+
+    def column_heads(self) -> np.ndarray:
+        """(K,) the head index of every tag column."""
+        return np.concatenate([np.full(s.stop - s.start, i, dtype=np.int32) for i, s in enumerate(self.slices)])
+
+    id = TagVocabulary.id
+    tag = TagVocabulary.tag
+    __len__ = TagVocabulary.__len__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MultiTagVocabulary) and self._tags == other._tags
+
+    def __repr__(self) -> str:
+        return f"MultiTagVocabulary({[(n, tv.tags) for n, tv in self.heads]})"
+
+    @property
+    def tags(self) -> list[str]:
+        return list(self._tags)
+
+    @property
+    def labels(self) -> list[str]:
+        """Entity types over all heads (labels merged by the corpora's label maps appear once)."""
+        return sorted({label for _, tv in self.heads for label in tv.labels})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tags": self.tags, "heads": [{"name": n, "tags": tv.tags} for n, tv in self.heads]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "MultiTagVocabulary":
+        heads = d.get("heads")
+        ok = isinstance(heads, list) and all(
+            isinstance(h, dict) and isinstance(h.get("name"), str) and isinstance(h.get("tags"), list)
+            and all(isinstance(t, str) for t in h["tags"]) for h in heads)
+        if not ok:
+            raise ModelLoadError("multi-corpus tag vocabulary has no valid 'heads' list")
+        try:
+            vocab = cls([(h["name"], h["tags"]) for h in heads])  # type: ignore[union-attr]
+        except ValueError as exc:
+            raise ModelLoadError(f"corrupt multi-corpus tag vocabulary: {exc}") from None
+        if vocab.tags != d.get("tags") or any(tv.tags != h["tags"] for (_, tv), h in zip(vocab.heads, heads)):
+            raise ModelLoadError("corrupt multi-corpus tag vocabulary: tags are not in canonical order")
+        return vocab
+
+
+def tag_vocabulary_from_dict(d: Any) -> TagVocabulary | MultiTagVocabulary:
+    if isinstance(d, dict) and "heads" in d:
+        return MultiTagVocabulary.from_dict(d)
+    return TagVocabulary.from_dict(d)
+
+
 @dataclass
 class Vocabularies:
     """Everything needed to turn tokens into ids and ids back into tags, saved beside the model."""
 
     words: Vocabulary
     chars: Vocabulary
-    tags: TagVocabulary
+    tags: TagVocabulary | MultiTagVocabulary
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -203,7 +282,7 @@ class Vocabularies:
         return cls(
             words=Vocabulary.from_dict(d.get("words")),  # type: ignore[arg-type]
             chars=Vocabulary.from_dict(d.get("chars")),  # type: ignore[arg-type]
-            tags=TagVocabulary.from_dict(d.get("tags")),  # type: ignore[arg-type]
+            tags=tag_vocabulary_from_dict(d.get("tags")),
         )
 
     def save(self, path: str | Path) -> None:

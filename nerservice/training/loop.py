@@ -84,10 +84,12 @@ def run_epochs(
     progress: bool = True,
     shape_policy: ShapePolicy | None = None,
     on_checkpoint: Callable[[], None] | None = None,
+    plan_fn: Callable[[int], list[np.ndarray]] | None = None,
 ) -> LoopResult:
     """Train until ``epochs``, patience or ``max_minutes`` runs out. ``evaluate`` returns dev metrics
     (``{"micro": {"f1": ...}, ...}``) and must give the same answer on every worker (rank 0 computes it and
-    the distributed runner broadcasts it, or every worker computes it)."""
+    the distributed runner broadcasts it, or every worker computes it). ``plan_fn(epoch)``: that epoch's
+    global batches instead of ``epoch_plan`` (multi-corpus training batches corpus by corpus)."""
     t = config.training
     state = state or LoopState()
     lengths = [len(s.tokens) for s in train]
@@ -106,7 +108,7 @@ def run_epochs(
     for epoch in range(state.epoch, t.epochs):
         lr = learning_rate(config, epoch)
         step.set_learning_rate(lr)
-        plan = epoch_plan(lengths, config, epoch, world)
+        plan = plan_fn(epoch) if plan_fn is not None else epoch_plan(lengths, config, epoch, world)
         bar = _progress(len(plan), epoch + 1, t.epochs, enabled=progress and rank == 0)
         tokens = 0
         losses = []
