@@ -136,3 +136,11 @@ def print_scores(title: str, metrics: dict[str, Any]) -> None:
     tl = metrics.get("token_level")
     if tl:
         print(f"  token-level, B-/I- prefixes ignored: f1 {tl['micro']['f1']:.4f}, tag accuracy {tl['accuracy']:.4f}")
+
+
+def print_corpus_scores(title: str, metrics: dict[str, Any]) -> None:
+    """A multi-corpus evaluation: each corpus (on its own head) per type, then the mean over corpora."""
+    for name, m in metrics.get("per_corpus", {}).items():
+        print_scores(f"{title} / {name}", m)
+    print(f"\n{title}: mean entity F1 over {len(metrics.get('per_corpus', {}))} corpora "
+          f"{metrics['micro']['f1']:.4f}")

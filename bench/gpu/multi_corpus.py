@@ -1,0 +1,135 @@
+"""Multi-corpus vs single-corpus models, same recipe, side by side on one GPU (issue 14, item 3).
+
+For every seed: one single-corpus model per corpus (``nerservice.training.trainer.train``) and one
+multi-corpus model over all of them (``nerservice.multi.trainer.train_multi``), each in its own process
+(``XLA_PYTHON_CLIENT_PREALLOCATE=false``), all at once; every run gets the same config and the same
+wall-clock cap (``training.max_minutes``). Test F1 of each corpus: the single model vs the multi model's
+head for that corpus (model-best by dev F1: the corpus's own for a single model, the mean over corpora
+for the multi model).
+
+    KERAS_BACKEND=jax python bench/gpu/multi_corpus.py --corpora CONFIG.json --embeddings VECTORS \
+        --seeds 42 1 2 [--mixed-seeds 42] --set training.batch_size=64 ... --json-out RESULT.json
+
+One run alone: ``--one single:NAME`` / ``--one multi`` / ``--one mixed`` (what the launcher starts).
+Speed figures of runs sharing a GPU are not benchmarks; F1 is what this is for.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+
+
+def run_one(args: argparse.Namespace) -> dict:
+    from nerservice.config import NerConfig
+    from nerservice.multi.config import CorporaConfig
+    from nerservice.multi.corpora import read_corpora
+
+    config = NerConfig().with_overrides([*args.set, f"training.seed={args.seed}"])
+    cc = CorporaConfig.load(args.corpora)
+    corpora = read_corpora(cc)
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    kind, _, name = args.one.partition(":")
+    if kind == "single":
+        from nerservice.training.trainer import train
+
+        c = next(c for c in corpora if c.name == name)
+        o = train(config, train_data=c.train, dev_data=c.dev, test_data=c.test, embeddings=args.embeddings,
+                  out_dir=out, resume=False, progress=False)
+        per = {name: {"dev_f1": o.dev["micro"]["f1"], "test_f1": o.test["micro"]["f1"] if o.test else None}}
+    else:
+        from nerservice.multi.trainer import train_multi
+
+        if kind == "mixed":
+            cc = cc.model_copy(update={"batching": "mixed"})
+        o = train_multi(config, cc, corpora, embeddings=args.embeddings, out_dir=out, resume=False, progress=False)
+        per = {c: {"dev_f1": o.dev["per_corpus"][c]["micro"]["f1"],
+                   "test_f1": o.test["per_corpus"][c]["micro"]["f1"] if o.test else None} for c in cc.names}
+    return {"run": args.one, "seed": args.seed, "per_corpus": per, "best_epoch": o.best_epoch,
+            "epochs_run": len(o.history), "stopped": o.stopped_reason, "seconds": time.perf_counter() - t0,
+            "epoch_seconds": [round(h["train_seconds"] + h["eval_seconds"], 2) for h in o.history],
+            "dev_f1_by_epoch": [round(h["dev_f1"], 4) for h in o.history]}
+
+
+def launch(args: argparse.Namespace) -> dict:
+    from nerservice.multi.config import CorporaConfig
+
+    names = CorporaConfig.load(args.corpora).names
+    jobs = [(f"single:{n}", s) for s in args.seeds for n in names] + [("multi", s) for s in args.seeds]
+    jobs += [("mixed", s) for s in args.mixed_seeds]
+    env = {**os.environ, "XLA_PYTHON_CLIENT_PREALLOCATE": "false", "KERAS_BACKEND": "jax"}
+    logs = Path(args.log_dir)
+    logs.mkdir(parents=True, exist_ok=True)
+    procs = []
+    for one, seed in jobs:
+        tag = f"{one.replace(':', '-')}-{seed}"
+        cmd = [sys.executable, __file__, "--one", one, "--seed", str(seed), "--corpora", args.corpora,
+               "--out", f"/tmp/multi-bench/{tag}", "--json-out", str(logs / f"{tag}.json"),
+               *[x for e in (args.embeddings or []) for x in ("--embeddings", e)],
+               *[x for s in args.set for x in ("--set", s)]]
+        log = open(logs / f"{tag}.log", "w")
+        procs.append((tag, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)))
+    deadline = time.time() + args.deadline_s
+    for tag, p in procs:
+        try:
+            p.wait(timeout=max(deadline - time.time(), 1))
+        except subprocess.TimeoutExpired:
+            p.kill()
+    results = []
+    for tag, p in procs:
+        f = logs / f"{tag}.json"
+        if f.is_file():
+            results.append(json.loads(f.read_text()))
+        else:
+            tail = (logs / f"{tag}.log").read_text(errors="replace")[-1500:]
+            results.append({"run": tag, "failed": True, "rc": p.returncode, "log_tail": tail})
+    return {"runs": results, "summary": summarize(results, names)}
+
+
+def summarize(results: list[dict], names: list[str]) -> dict:
+    def mean(xs: list[float]) -> float | None:
+        return round(100 * sum(xs) / len(xs), 2) if xs else None
+
+    table = {}
+    for n in names:
+        single = [r["per_corpus"][n]["test_f1"] for r in results if r.get("run") == f"single:{n}" and "per_corpus" in r]
+        multi = [r["per_corpus"][n]["test_f1"] for r in results if r.get("run") == "multi" and "per_corpus" in r]
+        mixed = [r["per_corpus"][n]["test_f1"] for r in results if r.get("run") == "mixed" and "per_corpus" in r]
+        table[n] = {"single": mean(single), "multi": mean(multi), "mixed": mean(mixed),
+                    "single_seeds": [round(100 * x, 2) for x in single], "multi_seeds": [round(100 * x, 2) for x in multi],
+                    "mixed_seeds": [round(100 * x, 2) for x in mixed]}
+        if table[n]["single"] is not None and table[n]["multi"] is not None:
+            table[n]["delta"] = round(table[n]["multi"] - table[n]["single"], 2)
+    return table
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpora", required=True, help="corpora config (nerservice.corpora.v1)")
+    ap.add_argument("--embeddings", action="append")
+    ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[42])
+    ap.add_argument("--mixed-seeds", type=int, nargs="*", default=[])
+    ap.add_argument("--deadline-s", type=float, default=170)
+    ap.add_argument("--log-dir", default="/tmp/multi-bench/logs")
+    ap.add_argument("--one")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--out")
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+    result = run_one(args) if args.one else launch(args)
+    text = json.dumps(result, indent=2)
+    if args.json_out:
+        Path(args.json_out).write_text(text)
+    print(json.dumps(result.get("summary", result), indent=2), flush=True)
+
+
+if __name__ == "__main__":
+    main()
