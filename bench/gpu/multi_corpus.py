@@ -37,25 +37,45 @@ def run_one(args: argparse.Namespace) -> dict:
     out = Path(args.out)
     t0 = time.perf_counter()
     kind, _, name = args.one.partition(":")
+    partial = Partial(args, kind)
     if kind == "single":
         from nerservice.training.trainer import train
 
         c = next(c for c in corpora if c.name == name)
         o = train(config, train_data=c.train, dev_data=c.dev, test_data=c.test, embeddings=args.embeddings,
-                  out_dir=out, resume=False, progress=False)
+                  out_dir=out, resume=False, progress=False, callbacks=[partial])
         per = {name: {"dev_f1": o.dev["micro"]["f1"], "test_f1": o.test["micro"]["f1"] if o.test else None}}
     else:
         from nerservice.multi.trainer import train_multi
 
         if kind == "mixed":
             cc = cc.model_copy(update={"batching": "mixed"})
-        o = train_multi(config, cc, corpora, embeddings=args.embeddings, out_dir=out, resume=False, progress=False)
+        o = train_multi(config, cc, corpora, embeddings=args.embeddings, out_dir=out, resume=False, progress=False,
+                        callbacks=[partial])
         per = {c: {"dev_f1": o.dev["per_corpus"][c]["micro"]["f1"],
                    "test_f1": o.test["per_corpus"][c]["micro"]["f1"] if o.test else None} for c in cc.names}
     return {"run": args.one, "seed": args.seed, "per_corpus": per, "best_epoch": o.best_epoch,
             "epochs_run": len(o.history), "stopped": o.stopped_reason, "seconds": time.perf_counter() - t0,
             "epoch_seconds": [round(h["train_seconds"] + h["eval_seconds"], 2) for h in o.history],
             "dev_f1_by_epoch": [round(h["dev_f1"], 4) for h in o.history]}
+
+
+class Partial:
+    """Writes the dev curve after every epoch: a run cut off by the deadline still reports how far it got."""
+
+    def __init__(self, args: argparse.Namespace, kind: str) -> None:
+        self.args, self.kind, self.history = args, kind, []
+
+    def on_epoch(self, record: dict, is_best: bool) -> None:
+        self.history.append({"epoch": record["epoch"], "dev_f1": record["dev_f1"], "best": is_best,
+                             "per_corpus": record.get("dev_f1_per_corpus"),
+                             "seconds": record["train_seconds"] + record["eval_seconds"]})
+        if self.args.json_out:
+            Path(self.args.json_out).write_text(json.dumps({"run": self.args.one, "seed": self.args.seed,
+                                                            "partial": True, "history": self.history}))
+
+    def on_end(self, outcome: object) -> None:
+        return None
 
 
 def launch(args: argparse.Namespace) -> dict:
@@ -76,18 +96,37 @@ def launch(args: argparse.Namespace) -> dict:
                *[x for s in args.set for x in ("--set", s)]]
         log = open(logs / f"{tag}.log", "w")
         procs.append((tag, subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)))
+    # Results are rewritten every few seconds while runs go on, so a command cut off by its own time limit
+    # still leaves what had finished (and every run's dev curve so far) in --json-out.
     deadline = time.time() + args.deadline_s
-    for tag, p in procs:
-        try:
-            p.wait(timeout=max(deadline - time.time(), 1))
-        except subprocess.TimeoutExpired:
+    while any(p.poll() is None for _, p in procs) and time.time() < deadline:
+        time.sleep(3)
+        write(args, collect(procs, logs, names))
+    for _, p in procs:
+        if p.poll() is None:
             p.kill()
+    for _, p in procs:
+        p.wait()
+    return collect(procs, logs, names)
+
+
+def write(args: argparse.Namespace, result: dict) -> None:
+    if args.json_out:
+        tmp = Path(args.json_out + ".tmp")
+        tmp.write_text(json.dumps(result, indent=2))
+        tmp.replace(args.json_out)
+
+
+def collect(procs: list, logs: Path, names: list[str]) -> dict:
     results = []
     for tag, p in procs:
         f = logs / f"{tag}.json"
         if f.is_file():
-            results.append(json.loads(f.read_text()))
-        else:
+            try:
+                results.append({**json.loads(f.read_text()), "rc": p.returncode})
+            except json.JSONDecodeError:  # being rewritten right now
+                results.append({"run": tag, "rc": p.returncode})
+        elif p.returncode is not None:
             tail = (logs / f"{tag}.log").read_text(errors="replace")[-1500:]
             results.append({"run": tag, "failed": True, "rc": p.returncode, "log_tail": tail})
     return {"runs": results, "summary": summarize(results, names)}
@@ -125,9 +164,7 @@ def main() -> None:
     ap.add_argument("--json-out")
     args = ap.parse_args()
     result = run_one(args) if args.one else launch(args)
-    text = json.dumps(result, indent=2)
-    if args.json_out:
-        Path(args.json_out).write_text(text)
+    write(args, result)
     print(json.dumps(result.get("summary", result), indent=2), flush=True)
 
 
