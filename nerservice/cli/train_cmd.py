@@ -140,7 +140,7 @@ def run_multi(args: argparse.Namespace, config: Any) -> int:
 
         use_data_parallel(args.data_parallel)
     callbacks = store_callbacks(args, config)
-    outcome = train_multi(config, corpora_config, corpora, embeddings=args.embeddings, out_dir=args.out,
+    outcome = train_multi(config, corpora_config, corpora, embeddings=config.model.embeddings, out_dir=args.out,
                           sources={"corpora": args.corpora, "embeddings": args.embeddings}, callbacks=callbacks,
                           resume=not args.no_resume, progress=not args.quiet)
     promote(args, callbacks)

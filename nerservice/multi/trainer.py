@@ -23,7 +23,8 @@ from nerservice.multi.corpora import CorpusSplits, namespaced, tag_vocabulary
 from nerservice.multi.evaluation import evaluate_heads
 from nerservice.text.vocab import Vocabularies
 from nerservice.training.batching import bucketed_batches
-from nerservice.training.trainer import BEST, CHECKPOINT, LAST, TrainCallback, TrainOutcome, vocabularies_with_vectors
+from nerservice.training.trainer import (BEST, CHECKPOINT, LAST, TrainCallback, TrainOutcome, config_with_vectors,
+                                         vocabularies_with_vectors)
 
 OVERLAP_RULE = "highest-mean-marginal, then longest, then corpus order, then start"  # nerservice/model/heads.py
 
@@ -73,6 +74,7 @@ def train_multi(
     from nerservice.training.loop import LoopState, run_epochs
     from nerservice.training.steps import make_train_step
 
+    config = config_with_vectors(config, embeddings)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     train_all = [s for c in corpora for s in namespaced(c.name, c.train)]

@@ -94,6 +94,14 @@ def evaluator(predictor: Any, corpus: Sequence[Sentence]) -> dict[str, Any]:
     return evaluate_tags([list(s.tags) for s in corpus], pred)
 
 
+def config_with_vectors(config: NerConfig, embeddings: str | Sequence[str] | None) -> NerConfig:
+    """The config as saved: it tells which vectors the model was trained with."""
+    from nerservice.embeddings import vector_sources
+
+    used = vector_sources(embeddings)
+    return config if used == config.model.embeddings else config.with_overrides({"model.embeddings": used})
+
+
 def train(
     config: NerConfig,
     *,
@@ -124,11 +132,7 @@ def train(
     from nerservice.training.loop import run_epochs
     from nerservice.training.steps import make_train_step
 
-    from nerservice.embeddings import vector_sources
-
-    used = vector_sources(embeddings)
-    if used != config.model.embeddings:  # the saved config tells which vectors the model was trained with
-        config = config.with_overrides({"model.embeddings": used})
+    config = config_with_vectors(config, embeddings)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     others = list(dev_data) + list(test_data or [])
