@@ -92,3 +92,24 @@ def test_pubtator_train_predict_pubtator_round_trip(demo_docs, tmp_path: Path, c
     g = {(d.id, a.start, a.end, a.label) for d in gold for a in d.annotations}
     p = {(d.id, a.start, a.end, a.label) for d in got for a in d.annotations}
     assert len(g & p) >= 0.9 * len(g) and len(g & p) >= 0.9 * len(p)
+
+
+def test_lenient_read_writes_every_case_to_the_report(tmp_path: Path, capsys) -> None:
+    import argparse
+
+    from nerservice.cli.common import read
+
+    f = tmp_path / "c.pubtator"
+    f.write_text("7|t|Aspirin and APC2 helps.\n7\t0\t7\tAspirin\tDrug\n7\t12\t15\tAPC\tGene\n"
+                 "7\t0\t3\tAsp\tDrug\n\n", encoding="utf-8")
+    report = tmp_path / "report.jsonl"
+    args = argparse.Namespace(fmt="auto", scheme="auto", lenient=True, label_map=["Drug=Chemical"],
+                              sentences="split", report=str(report))
+    corpus = read([str(f)], args)
+    assert corpus.sentences[0].tokens[:5] == ("Aspirin", "and", "APC", "2", "helps")
+    assert corpus.sentences[0].tags[:4] == ("B-Chemical", "O", "B-Gene", "O")
+    (r,) = [json.loads(line) for line in report.read_text().splitlines()]
+    assert r["adds_up"] and r["annotations"] == 3 and r["dropped"] == 1
+    assert sorted((c["kind"], c["action"]) for c in r["cases"]) == [("overlap", "dropped"),
+                                                                    ("token-boundary", "tokens-split")]
+    assert "3 annotations = 2 tagged" in capsys.readouterr().out
