@@ -56,7 +56,7 @@ def test_preprocess_reads_pubtator_and_brat_and_accounts_for_every_annotation(sp
     assert stats["overall"]["sentences"] == 80  # the 80 test sentences, one per line, none lost
 
 
-@pytest.mark.parametrize("fmt", ["pubtator", "bioc-xml", "brat"])
+@pytest.mark.parametrize("fmt", ["bioc-xml", "brat"])  # the other formats: test_documents_units.py
 def test_predict_streams_documents_and_matches_the_extractor(fmt, spark_cluster, doc_corpus, tiny_model_dir,
                                                              tmp_path) -> None:
     from nerservice.inference import Extractor
