@@ -7,9 +7,9 @@ from typing import Any
 
 from nerservice.errors import InvalidModelRefError, ModelLoadError
 
-
 TOKEN_FORMATS = ("tsv", "conll")
-DOCUMENT_FORMATS = ("pubtator", "bioc-xml", "bioc-json", "brat", "jsonl")  # nerservice.documents.DOCUMENT_FORMATS
+DOCUMENT_FORMATS = ("pubtator", "bioc-xml", "bioc-json", "brat", "jsonl")  # = nerservice.documents.DOCUMENT_FORMATS
+# (repeated here so building the parser imports nothing heavy; tests/documents/test_formats.py checks they agree)
 
 
 def add_corpus_options(p: argparse.ArgumentParser) -> None:
@@ -31,23 +31,9 @@ def add_corpus_options(p: argparse.ArgumentParser) -> None:
                    "every annotation case) as JSON to FILE instead of printing each case")
 
 
-def document_format(paths: list[str], fmt: str) -> str | None:
-    """The document format of ``paths`` (None: token-per-line files); one format for all of them."""
-    if fmt in DOCUMENT_FORMATS:
-        return fmt
-    if fmt != "auto":
-        return None
-    from nerservice.documents import detect_path
-    from nerservice.errors import ConfigError
-
-    found = {str(p): detect_path(p) for p in paths}
-    kinds = set(found.values())
-    if len(kinds) > 1:
-        raise ConfigError(f"mixed corpus formats {found}", hint="pass files of one format (or --format)")
-    return kinds.pop()
-
-
 def read(paths: list[str] | str, args: argparse.Namespace) -> Any:
+    from nerservice.documents import document_format
+
     items = [paths] if isinstance(paths, str) else list(paths)
     doc_fmt = document_format(items, args.fmt)
     if doc_fmt is not None:
@@ -73,12 +59,11 @@ _REPORTS_STARTED: set[str] = set()
 def read_documents_corpus(paths: list[str], fmt: str, args: argparse.Namespace) -> Any:
     import json
 
-    from nerservice.documents import ConvertOptions, documents_to_sentences, parse_label_map, read_documents
+    from nerservice.documents import ConvertOptions, parse_label_map, read_document_corpus
 
-    docs = read_documents(paths, fmt=fmt)
     options = ConvertOptions(lenient=args.lenient, label_map=parse_label_map(args.label_map),
                              sentences=args.sentences)
-    corpus = documents_to_sentences(docs, options=options, files=paths)
+    corpus = read_document_corpus(paths, fmt=fmt, options=options)
     r = corpus.documents_report
     print(f"{' '.join(paths)} ({fmt}): {r.summary()}")
     if getattr(args, "report", None):

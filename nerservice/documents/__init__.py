@@ -5,10 +5,16 @@ identifier, score).  ``formats`` reads/writes every format, ``align`` turns docu
 sentences for training and evaluation (strict or lenient, every case reported), ``annotate`` puts an
 ``Extractor``'s predictions onto documents, ``scoring`` computes character-offset P/R/F1.
 """
-from nerservice.documents.align import ConvertOptions, documents_to_sentences, parse_label_map
+from nerservice.documents.align import (
+    ConvertOptions,
+    documents_to_sentences,
+    parse_label_map,
+    read_document_corpus,
+)
 from nerservice.documents.formats import (
     DOCUMENT_FORMATS,
     detect_path,
+    document_format,
     format_documents,
     parse_bytes,
     read_documents,
@@ -20,6 +26,6 @@ from nerservice.documents.report import Case, DocumentCorpus, DocumentReport
 
 __all__ = [
     "DOCUMENT_FORMATS", "Annotation", "Case", "ConvertOptions", "Document", "DocumentCorpus", "DocumentReport",
-    "Passage", "Relation", "detect_path", "documents_to_sentences", "format_documents", "parse_bytes",
-    "parse_label_map", "read_documents", "sniff", "write_documents",
+    "Passage", "Relation", "detect_path", "document_format", "documents_to_sentences", "format_documents",
+    "parse_bytes", "parse_label_map", "read_document_corpus", "read_documents", "sniff", "write_documents",
 ]

@@ -9,7 +9,7 @@ lenient mode is listed in ``nerservice/documents/report.py``; every case is reco
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -233,6 +233,15 @@ class _Converter:
         self.r.sentences += len(out)
         self.r.tokens += sum(len(s.tokens) for s in out)
         return out, doc.with_annotations(tagged)
+
+
+def read_document_corpus(paths: str | Sequence[str], *, fmt: str = "auto",
+                         options: ConvertOptions | None = None) -> DocumentCorpus:
+    """Read document files (any format, detected with ``auto``) and convert them to sentences."""
+    from nerservice.documents.formats import read_documents
+
+    items = [paths] if isinstance(paths, str) else [str(p) for p in paths]
+    return documents_to_sentences(read_documents(items, fmt=fmt), options=options, files=items)
 
 
 def documents_to_sentences(docs: Iterable[Document], *, options: ConvertOptions | None = None,

@@ -131,6 +131,20 @@ def read_documents(paths: str | Path | Sequence[str | Path], *, fmt: str = "auto
     return docs
 
 
+def document_format(paths: Sequence[str | Path], fmt: str = "auto") -> str | None:
+    """The document format of ``paths`` (None: token-per-line files, for ``nerservice.data``); all of one
+    format. ``fmt`` a token format (tsv, conll) means None; a document format is taken as given."""
+    if fmt in DOCUMENT_FORMATS:
+        return fmt
+    if fmt != "auto":
+        return None
+    found = {str(p): detect_path(p) for p in paths}
+    kinds = set(found.values())
+    if len(kinds) > 1:
+        raise ConfigError(f"mixed corpus formats {found}", hint="pass files of one format (or --format)")
+    return kinds.pop() if kinds else None
+
+
 def _check_unique(docs: list[Document]) -> None:
     seen: dict[str, Document] = {}
     for d in docs:

@@ -43,7 +43,7 @@ class CorpusSpec(_Strict):
     train: str
     dev: str
     test: str | None = None
-    format: Literal["auto", "tsv", "conll"] = "auto"
+    format: Literal["auto", "tsv", "conll", "pubtator", "bioc-xml", "bioc-json", "brat", "jsonl"] = "auto"
     scheme: Literal["auto", "iob1", "iob2", "iobes"] = "auto"
     label_map: dict[str, str] = Field(default_factory=dict)
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from nerservice.data import Sentence
-from nerservice.errors import EmptyLabelSetError, EmptyCorpusError
+from nerservice.errors import EmptyCorpusError, EmptyLabelSetError
 from nerservice.multi.config import CorporaConfig, CorpusSpec
 from nerservice.text.vocab import HEAD_SEP, MultiTagVocabulary
 
@@ -63,12 +63,22 @@ def build_splits(config: CorporaConfig, raw: Mapping[str, Mapping[str, Sequence[
 
 
 def read_corpora(config: CorporaConfig, *, lenient: bool = False) -> list[CorpusSplits]:
-    from nerservice.data import read_corpus
-
     config.check()
-    raw = {spec.name: {split: read_corpus(path, fmt=spec.format, scheme=spec.scheme, lenient=lenient).sentences
-                       for split, path in spec.paths().items()} for spec in config.corpora}
+    raw = {spec.name: {split: _read(path, spec, lenient) for split, path in spec.paths().items()}
+           for spec in config.corpora}
     return build_splits(config, raw)
+
+
+def _read(path: str, spec: CorpusSpec, lenient: bool) -> list[Sentence]:
+    """Token files through nerservice.data; PubTator/BioC/BRAT/JSON-lines documents (``format`` or detected)
+    through nerservice.documents (the corpus's label map then applies to the converted labels)."""
+    from nerservice.data import read_corpus
+    from nerservice.documents import ConvertOptions, document_format, read_document_corpus
+
+    doc_fmt = document_format([path], spec.format)
+    if doc_fmt is not None:
+        return read_document_corpus(path, fmt=doc_fmt, options=ConvertOptions(lenient=lenient)).sentences
+    return read_corpus(path, fmt=spec.format, scheme=spec.scheme, lenient=lenient).sentences  # type: ignore[arg-type]
 
 
 def namespaced(name: str, sentences: Sequence[Sentence]) -> list[Sentence]:

@@ -42,7 +42,8 @@ def test_a_strict_annotation_error_names_document_offsets_and_text(tmp_path: Pat
 
 
 def test_label_map_is_refused_for_token_files(demo_corpus, tmp_path: Path, capsys) -> None:
-    assert main(["evaluate", str(tmp_path), str(demo_corpus["test"]), "--label-map", "A=B"]) == 2
+    assert main(["train", "--train", str(demo_corpus["test"]), "--dev", str(demo_corpus["test"]), "--out",
+                 str(tmp_path / "o"), "--label-map", "A=B", "--quiet"]) == 2
     assert "--label-map applies to document formats" in capsys.readouterr().err
 
 

@@ -50,3 +50,10 @@ def test_undetectable_input_asks_for_a_format(tmp_path: Path) -> None:
     f.write_text("just text\n", encoding="utf-8")
     with pytest.raises(CorpusError, match="--format"):
         read_documents(f)
+
+
+def test_the_cli_lists_the_same_document_formats() -> None:
+    from nerservice.cli.common import DOCUMENT_FORMATS as CLI
+    from nerservice.documents import DOCUMENT_FORMATS
+
+    assert CLI == DOCUMENT_FORMATS
