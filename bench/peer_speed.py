@@ -154,6 +154,7 @@ def main() -> None:
     n_tok = write_data(args.corpus, args.repeat, args.group, data)
     pin = ["taskset", "-c", "0"]
     ours = [sys.executable, str(Path(__file__).resolve()), "--worker", "--model", args.model, "--data", str(data),
+            "--corpus", args.corpus,
             "--ours-kwargs", args.ours_kwargs]
     spacy_argv = [str(python), str(HERE / "peer_spacy.py"), "serve", "--model", str(spacy_model), "--data", str(data)]
     env = {"PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "2"}

@@ -60,7 +60,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=100)
     ap.add_argument("--budget-s", type=float, default=150)
     ap.add_argument("--skip", default="", help="comma-separated stages to skip: raw,distinct")
-    ap.add_argument("--matmul-precision", help="jax_default_matmul_precision (e.g. highest: no TF32 in XLA's dots)")
+    ap.add_argument("--matmul-precision", default="highest",
+                    help="the Predictor's (and the forward-only reference's): highest = no TF32; default = TF32")
     ap.add_argument("--json-out", default=os.path.join(os.environ.get("OUT", "/tmp"), "predict_gpu.json"))
     args = ap.parse_args()
     test_path = os.path.join(args.corpora, "NCBI-disease", "test.tsv")
@@ -72,8 +73,7 @@ def main() -> None:
 
     jax.config.update("jax_compilation_cache_dir", "/tmp/jax-cache")  # same HLO from a new Predictor: no recompile
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    if args.matmul_precision:
-        jax.config.update("jax_default_matmul_precision", args.matmul_precision)
+    jax.config.update("jax_default_matmul_precision", args.matmul_precision)
     import keras
     import numpy as np
 
@@ -105,7 +105,8 @@ def main() -> None:
     loaded = load_model(args.model)
 
     def predictor(batch_size: int) -> Any:
-        return loaded.predictor(batch_size=batch_size, token_budget=batch_size * args.tokens_per_row)
+        return loaded.predictor(batch_size=batch_size, token_budget=batch_size * args.tokens_per_row,
+                                matmul_precision=args.matmul_precision)
 
     pred = predictor(args.batch_size)
     dt = pred.device_tagger

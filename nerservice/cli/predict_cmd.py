@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="output format for documents (text lines always give JSON lines)")
     p.add_argument("--out", help="output file (a folder for brat); default stdout")
     p.add_argument("--batch-lines", type=int, default=256, help="lines (or documents) tagged together")
+    p.add_argument("--batch-size", type=int, default=256, help="sentences per model call (on a GPU: 2048-4096)")
+    p.add_argument("--token-budget", type=int, default=8192,
+                   help="padded tokens per model call at most (on a GPU: 64 x the batch size)")
     p.set_defaults(func=run)
 
 
@@ -33,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
     from nerservice.errors import ConfigError
     from nerservice.inference import Extractor
 
+    for name in ("batch_lines", "batch_size", "token_budget"):
+        if getattr(args, name) < 1:
+            raise ConfigError(f"--{name.replace('_', '-')} must be >= 1")
+    options = {"batch_size": args.batch_size, "token_budget": args.token_budget}
     fmt = args.input_format
     if fmt == "auto" and args.file != "-":
         from nerservice.documents import detect_path
@@ -42,14 +49,14 @@ def run(args: argparse.Namespace) -> int:
         if args.out_format != "jsonl":
             raise ConfigError(f"--format {args.out_format} needs document input",
                               hint="pass a document file (or --input-format); text lines give JSON lines")
-        return _predict_lines(Extractor.load(resolve_model_dir(args.model)), args)
+        return _predict_lines(Extractor.load(resolve_model_dir(args.model), **options), args)
     if args.out_format == "brat" and not args.out:
         raise ConfigError("--format brat writes a folder", hint="pass --out FOLDER")
     from nerservice.documents import format_documents, read_documents, write_documents
     from nerservice.documents.annotate import annotate
 
     docs = read_documents(args.file, fmt=fmt, need_ann=False)
-    extractor = Extractor.load(resolve_model_dir(args.model))
+    extractor = Extractor.load(resolve_model_dir(args.model), **options)
     predicted = []
     for i in range(0, len(docs), args.batch_lines):
         predicted.extend(annotate(extractor, docs[i : i + args.batch_lines]))

@@ -23,15 +23,20 @@ from nerservice.training.batching import bucketed_batches
 BATCH_KEYS = ("token_ids", "lengths", "word_chars", "word_index")
 
 
-def compile_tagging(model: Any) -> Callable[..., Any]:
-    """jit(params, crf, batch, with_scores) → (tags (B, T) int32, scores (B, T) float32) on the device."""
+def compile_tagging(model: Any, *, matmul_precision: str = "highest") -> Callable[..., Any]:
+    """jit(params, crf, batch, with_scores) → (tags (B, T) int32, scores (B, T) float32) on the device.
+
+    ``matmul_precision``: XLA's default on an H200 runs float32 matmuls in TF32, which moved marginals by
+    up to 5.4e-4 from the CPU path (tags were still identical); "highest" keeps them within 1e-6 for ~25 %
+    of the throughput (bench/results/gpu.md). "default" trades that back."""
     import jax
 
     from nerservice.model.jax_decode import decode_on_device
 
     def fused(tv: Any, ntv: Any, crf: Any, batch: Any, with_scores: bool) -> Any:
-        emissions, _ = model.stateless_call(tv, ntv, batch, training=False)
-        return decode_on_device(emissions, batch["lengths"], crf, with_scores=with_scores)
+        with jax.default_matmul_precision(matmul_precision):  # applies while tracing
+            emissions, _ = model.stateless_call(tv, ntv, batch, training=False)
+            return decode_on_device(emissions, batch["lengths"], crf, with_scores=with_scores)
 
     return jax.jit(fused, static_argnames=("with_scores",))
 
@@ -39,13 +44,13 @@ def compile_tagging(model: Any) -> Callable[..., Any]:
 class DeviceTagger:
     def __init__(self, model: Any, vocabs: Vocabularies, *, max_word_length: int, batch_size: int,
                  token_budget: int, bucket_size: int, policy: ShapePolicy,
-                 crf_params: Callable[[], CrfParams]) -> None:
+                 crf_params: Callable[[], CrfParams], matmul_precision: str = "highest") -> None:
         self.model, self.vocabs = model, vocabs
         self.max_word_length, self.batch_size = max_word_length, batch_size
         self.token_budget, self.bucket_size = token_budget, bucket_size
         self.policy, self.crf_params = policy, crf_params
         self._labels = np.array(vocabs.tags.tags, dtype=object)
-        self._fn = compile_tagging(model)
+        self._fn = compile_tagging(model, matmul_precision=matmul_precision)
 
     def policy_for(self, n: int, longest: int) -> ShapePolicy:
         """The padded shape of a batch of ``n`` sentences, the longest of ``longest`` tokens. Each new shape

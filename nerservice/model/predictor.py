@@ -61,10 +61,12 @@ def decode_tags(emissions: Sequence[np.ndarray], crf: CrfParams, tags: TagVocabu
 
 class Predictor:
     def __init__(self, model: NerTagger, vocabs: Vocabularies, *, max_word_length: int, batch_size: int = 256,
-                 token_budget: int = 8192, bucket_size: int = 8, jit_compile: bool | str = False) -> None:
+                 token_budget: int = 8192, bucket_size: int = 8, jit_compile: bool | str = False,
+                 matmul_precision: str = "highest") -> None:
         """``jit_compile``: False = TF graph; True = XLA, compiling each new shape before answering;
         "background" = XLA over bounded shapes, compiled on a background thread while the graph function
-        answers (``xla_forward.py``; TensorFlow only, the JAX path is always compiled)."""
+        answers (``xla_forward.py``; TensorFlow only, the JAX path is always compiled).
+        ``matmul_precision``: JAX only, the fused forward + device decode's (``device_tagging.py``)."""
         self.model, self.vocabs = model, vocabs
         self.max_word_length, self.batch_size = max_word_length, batch_size
         self.token_budget, self.bucket_size = token_budget, bucket_size
@@ -89,7 +91,8 @@ class Predictor:
 
             self.device_tagger = DeviceTagger(model, vocabs, max_word_length=max_word_length, batch_size=batch_size,
                                               token_budget=token_budget, bucket_size=bucket_size,
-                                              policy=self.policy, crf_params=self.crf_params)
+                                              policy=self.policy, crf_params=self.crf_params,
+                                              matmul_precision=matmul_precision)
 
     @property
     def tag_labels(self) -> list[str]:

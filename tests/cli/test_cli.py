@@ -151,6 +151,16 @@ def test_predict_from_a_file_in_small_batches(tiny_model_dir: Path, tmp_path: Pa
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [r["line"] for r in rows] == list(range(1, 7))
     assert [e["text"] for e in rows[5]["entities"]] == ["aspirin", "caffeine"]
+    # Model calls of 2 sentences / 16 padded tokens (the GPU settings' knobs) give the same answer.
+    assert main(["predict", str(tiny_model_dir), str(src), "--batch-size", "2", "--token-budget", "16"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == rows
+
+
+def test_predict_refuses_a_zero_batch_size(tiny_model_dir: Path, tmp_path: Path, capsys) -> None:
+    (tmp_path / "in.txt").write_text("asthma\n", encoding="utf-8")
+    assert main(["predict", str(tiny_model_dir), str(tmp_path / "in.txt"), "--batch-size", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--batch-size must be >= 1" in err and "NER" in err
 
 
 def test_data_parallel_under_tensorflow_is_a_coded_error(demo_corpus, tmp_path: Path, capsys) -> None:
