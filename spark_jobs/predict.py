@@ -30,7 +30,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "(NAME.txt + NAME.ann, OUTPUT on a filesystem every executor can write)")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--partitions", type=int, help="repartition the input (default: Spark's input splits)")
-    p.add_argument("--batch-size", type=int, default=256, help="sentences per model call")
+    p.add_argument("--batch-size", type=int, default=256, help="sentences per model call (GPU workers: 4096)")
+    p.add_argument("--token-budget", type=int, default=8192,
+                   help="padded tokens per model call at most (GPU workers: 64 x the batch size)")
     p.add_argument("--arrow-batch", type=int, default=2048,
                    help="texts per pandas batch (spark.sql.execution.arrow.maxRecordsPerBatch)")
     p.add_argument("--no-scores", action="store_true", help="skip CRF marginals (faster; scores are 1.0)")
@@ -45,7 +47,8 @@ def main(argv: list[str] | None = None) -> None:
     req = PredictRequest(inputs=args.input, output=args.output, model=args.model, input_format=args.input_format,
                          output_format=args.output_format, id_col=args.id_col, text_col=args.text_col,
                          partitions=args.partitions, overwrite=args.overwrite,
-                         options={"batch_size": args.batch_size, "with_scores": not args.no_scores})
+                         options={"batch_size": args.batch_size, "token_budget": args.token_budget,
+                                  "with_scores": not args.no_scores})
     spark = get_session("nerservice-predict",
                         defaults={"spark.sql.execution.arrow.maxRecordsPerBatch": str(args.arrow_batch)})
     try:
