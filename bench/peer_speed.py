@@ -36,7 +36,7 @@ MODES = ("pretok", "raw")
 
 def ensure_spacy(venv: Path) -> Path:
     python = venv / "bin" / "python"
-    if python.exists() and subprocess.run([str(python), "-c", "import spacy"], capture_output=True).returncode == 0:
+    if python.exists() and subprocess.run([str(python), "-c", "import spacy"], check=False, capture_output=True).returncode == 0:
         return python
     print(f"installing spaCy 3.8 into {venv}", flush=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

@@ -76,7 +76,7 @@ class DeviceTagger:
         ntv = [v.value for v in self.model.non_trainable_variables]
         crf = crf_arrays(self.crf_params())
         pending: tuple[np.ndarray, np.ndarray, Any] | None = None
-        for idx in bucketed_batches(encoded.lengths, batch_size=self.batch_size, bucket_size=self.bucket_size,
+        for idx in bucketed_batches(encoded.lengths.tolist(), batch_size=self.batch_size, bucket_size=self.bucket_size,
                                     seed=None, token_budget=self.token_budget):
             batch = encoded.batch(idx, self.policy_for(len(idx), int(encoded.lengths[idx].max())), with_tags=False)
             result = self._fn(tv, ntv, crf, {k: batch[k] for k in BATCH_KEYS}, with_scores)  # returns at once

@@ -48,7 +48,7 @@ class ShapePolicy:
     batch_pow2: bool = False  # sentence rows rounded up to 1, 2, 4, .. 32, then multiples of 32 (empty sentences)
 
     @classmethod
-    def for_backend(cls, backend: str, *, batch_size: int, time_multiple: int = 8) -> "ShapePolicy":
+    def for_backend(cls, backend: str, *, batch_size: int, time_multiple: int = 8) -> ShapePolicy:
         if backend == "jax":
             # Measured on the H200 (bench/gpu/profile_step.py): encoding every token's chars (rows = B*T)
             # made the char BiLSTM 80% of the step; distinct words rounded to a power of two cost a few
@@ -57,7 +57,7 @@ class ShapePolicy:
         return cls(time_multiple=time_multiple)
 
     @classmethod
-    def bounded(cls, *, time_multiple: int = 8) -> "ShapePolicy":
+    def bounded(cls, *, time_multiple: int = 8) -> ShapePolicy:
         """Few distinct shapes for compiled (XLA) inference whatever the batch: distinct words and chars
         bounded as for JAX, the batch axis rounded (``batch_pow2``) instead of padded to the full size."""
         return cls(time_multiple=time_multiple, fixed_chars=True, rows_pow2=True, batch_pow2=True)

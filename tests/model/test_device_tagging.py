@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO, last_json_line, run_python
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
