@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hashlib
 import json
 import logging
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from api.settings import ApiSettings
+from nerservice.artifacts.layout import MANIFEST
 from nerservice.errors import ModelLoadError, NerServiceError, NotReadyError
 
 log = logging.getLogger("nerservice.api")
@@ -97,44 +97,13 @@ class ServedModel:
         }
 
 
-def _fingerprint(path: Path) -> str:
-    try:
-        return hashlib.sha256((path / "manifest.json").read_bytes()).hexdigest()
-    except OSError as exc:
-        raise ModelLoadError(f"{path}: cannot read manifest.json ({exc.strerror})", path=str(path)) from None
-
-
-def _is_dir(ref: str) -> bool:
-    try:
-        return Path(ref).is_dir()
-    except OSError:  # e.g. ENAMETOOLONG: not a folder; the store reference parser gives the coded error
-        return False
-
-
 def locate(ref: str) -> ModelSource:
     """Resolve ``ref`` (a folder or a store reference) to a concrete, pinned version."""
-    from nerservice.cli.common import resolve_model_dir
+    from nerservice.artifacts.resolve import resolve
 
-    if _is_dir(ref):
-        path = resolve_model_dir(ref)
-        name = path.parent.name if path.name in ("model-best", "model-last") else path.name
-        # A folder has no version number: its content hash is one (a retrain into the same folder changes it).
-        return ModelSource(ref=ref, path=path, kind="directory", name=name, version=_fingerprint(path)[:12])
-    if ref.startswith(("/", "./", "../", "~")):  # meant as a folder, and there is none
-        raise ModelLoadError(f"{ref}: no such model directory", ref=ref,
-                             hint="pass a folder written by `nerservice train --out`, or a store reference")
-    try:
-        from nerservice.store import ModelStore
-    except ImportError:
-        raise ModelLoadError(f"{ref}: no such model directory (and the model store is not installed)",
-                             ref=ref) from None
-    store = ModelStore.from_env()
-    info = store.describe(ref)
-    # Pin the version read by describe(): an alias moving between the two calls must not mix versions.
-    pinned = f"{info['name']}/{info['version']}"
-    return ModelSource(ref=ref, path=Path(store.resolve(pinned)), kind="store", name=str(info["name"]),
-                       version=str(info["version"]), aliases=tuple(info.get("aliases") or ()),
-                       store_metrics=dict(info.get("metrics") or {}))
+    r = resolve(ref)
+    return ModelSource(ref=r.ref, path=r.path, kind=r.kind, name=r.name, version=r.version, aliases=r.aliases,
+                       store_metrics=r.store_metrics)
 
 
 def extractor_options(settings: ApiSettings) -> dict[str, Any]:
@@ -152,7 +121,7 @@ def load_served_model(source: ModelSource, settings: ApiSettings) -> ServedModel
     extractor = Extractor.load(source.path, **extractor_options(settings))
     if settings.warmup:
         extractor.extract([WARMUP_TEXT])
-    manifest = json.loads((source.path / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((source.path / MANIFEST).read_text(encoding="utf-8"))
     return ServedModel(source, extractor, manifest, loaded_at=time.time(), load_seconds=time.perf_counter() - t0)
 
 

@@ -45,7 +45,7 @@ def main() -> None:
         pred = Predictor(model, vocabs, max_word_length=cfg.model.max_word_length, batch_size=args.batch_size,
                          jit_compile=args.jit_compile)
     else:
-        from nerservice.saved_model import load_model
+        from nerservice.artifacts.formats import load_model
 
         pred = load_model(args.model).predictor(batch_size=args.batch_size, jit_compile=args.jit_compile)
     t0 = time.perf_counter()

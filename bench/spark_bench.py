@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "spark"))
 
 from cluster import SparkCluster  # noqa: E402  (the tests' standalone-cluster launcher)
+from nerservice.artifacts.layout import BEST, HISTORY, LAST, WEIGHTS  # noqa: E402
 
 
 def run(cluster: SparkCluster, script: str, *args: str, timeout: float = 1800) -> tuple[dict[str, Any], float]:
@@ -48,7 +49,7 @@ def core_train(corpus: Path, out: Path, sets: list[str]) -> tuple[dict[str, Any]
     if proc.returncode != 0:
         sys.exit(f"core train failed:\n{proc.stderr[-4000:]}")
     result = json.loads(proc.stdout[proc.stdout.rfind("\n{") + 1:])  # --json prints it last
-    history = json.loads((out / "model-best" / "history.json").read_text())
+    history = json.loads((out / BEST / HISTORY).read_text())
     result["train_tokens_per_s"] = sum(h["train_tokens_per_s"] for h in history) / len(history)
     result["history"] = history
     return result, wall
@@ -166,8 +167,8 @@ def main() -> None:
         pairs = {"w1_vs_w2": ("train-w1", "train-w2"), "core_vs_w1": ("core", "train-w1"),
                  "core_vs_w2": ("core", "train-w2")}
         for key, (a, b) in pairs.items():
-            if all((work / d / "model-last" / "model.weights.h5").exists() for d in (a, b)):
-                results[key] = max_weight_difference(work / a / "model-last", work / b / "model-last")
+            if all((work / d / LAST / WEIGHTS).exists() for d in (a, b)):
+                results[key] = max_weight_difference(work / a / LAST, work / b / LAST)
         save()
         if "predict" not in args.skip:
             from nerservice.data import read_corpus
@@ -204,7 +205,7 @@ def main() -> None:
                                     str(work / f"equiv-w{world}"), "--workers", str(world), "--no-resume", *eq_sets)
                 runs[world] = {"wall_s": wall, "test_f1": summary["test"]["micro"]["f1"],
                                "loss": [h["loss"] for h in summary["history"]]}
-            diff = max_weight_difference(work / "equiv-w1" / "model-last", work / "equiv-w2" / "model-last")
+            diff = max_weight_difference(work / "equiv-w1" / LAST, work / "equiv-w2" / LAST)
             results[f"equivalence_dropout_{args.equivalence_dropout}"] = {
                 "epochs": args.equivalence_epochs, "dropout": args.equivalence_dropout, "w1": runs[1], "w2": runs[2],
                 **diff}

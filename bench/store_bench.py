@@ -47,7 +47,8 @@ def make_model(workdir: Path) -> Path:
 def pad(model_dir: Path, workdir: Path, extra_mb: int) -> Path:
     import json
 
-    from nerservice.saved_model import MANIFEST, sha256_file
+    from nerservice.artifacts.files import sha256_file
+    from nerservice.artifacts.layout import MANIFEST
 
     d = workdir / f"model-plus-{extra_mb}mb"
     shutil.copytree(model_dir, d)

@@ -50,8 +50,9 @@ def main() -> None:
     wall = time.perf_counter() - t0
     test = outcome.test
     if args.train_on_dev:  # fixed epochs: the last model, not one picked on (training) devel F1
-        from nerservice.saved_model import load_model
-        from nerservice.training.trainer import LAST, evaluator
+        from nerservice.artifacts.formats import load_model
+        from nerservice.artifacts.layout import LAST
+        from nerservice.training.trainer import evaluator
 
         test = evaluator(load_model(out / LAST).predictor(), te)
     tps = [h["train_tokens_per_s"] for h in outcome.history]

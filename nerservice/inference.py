@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from nerservice.data.schemes import spans
-from nerservice.saved_model import LoadedModel, load_model
+from nerservice.artifacts.formats import LoadedArtifact, load_model
 from nerservice.text.sentences import tokenize_sentences
 
 
@@ -30,7 +30,7 @@ class Entity:
 
 
 class Extractor:
-    def __init__(self, loaded: LoadedModel, *, max_sentence_tokens: int = 256, batch_size: int = 256,
+    def __init__(self, loaded: LoadedArtifact, *, max_sentence_tokens: int = 256, batch_size: int = 256,
                  token_budget: int = 8192, with_scores: bool = True, jit_compile: bool | str = False) -> None:
         """``jit_compile="background"``: XLA over bounded shapes, compiled while the TF graph answers
         (``nerservice/model/xla_forward.py``); ~1.3-1.5x faster once warm on large batches (opt-in: the

@@ -1,4 +1,5 @@
-"""Shared fixtures: a demo corpus written by us and a tiny model trained on it once per session."""
+"""Shared fixtures: a demo corpus written by us, a tiny model trained on it once per session (slow tier),
+and a tiny random-weight model built without training (fast tier)."""
 from __future__ import annotations
 
 import os
@@ -16,6 +17,24 @@ def demo_corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from nerservice.demo_corpus import write_demo_corpus
 
     return write_demo_corpus(tmp_path_factory.mktemp("demo-corpus"), sizes=(400, 80, 80), seed=11)
+
+
+@pytest.fixture(scope="session")
+def tiny_random_model_dir(tmp_path_factory: pytest.TempPathFactory, demo_corpus: dict[str, Path]) -> Path:
+    """A saved model folder with random weights, built in about a second and never trained: the fast tier's
+    model for the Extractor, readers and API ``TestClient`` tests.  Its vocabularies come from the demo
+    corpus (so it has that corpus' tag set); its predictions are arbitrary but deterministic (seeded)."""
+    from nerservice.artifacts.model_folder import save_model
+    from nerservice.data import read_corpus
+    from nerservice.model.tagger import build_tagger
+    from nerservice.training.trainer import build_vocabularies
+
+    config = tiny_config()
+    vocabs = build_vocabularies(read_corpus(demo_corpus["train"]).sentences)
+    model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
+                         n_tags=len(vocabs.tags), seed=config.training.seed)
+    return save_model(tmp_path_factory.mktemp("random-model") / "model", model=model, vocabs=vocabs,
+                      config=config, metrics={}, lineage={"note": "random weights, test fixture"})
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +59,8 @@ def contrary_member_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathF
     """A second ensemble member that disagrees strongly with the tiny model: its weights with the emission
     layer scaled by -1.3, so the pair's mean emissions point the other way and the ensemble decides
     differently from either member alone (a random untrained member would be too quiet to change anything)."""
-    from nerservice.saved_model import load_model, save_model
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.model_folder import save_model
 
     base = load_model(tiny_model_dir)
     layer = base.model.emission
@@ -51,6 +71,6 @@ def contrary_member_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathF
 
 @pytest.fixture(scope="session")
 def tiny_ensemble_dir(tiny_model_dir: Path, contrary_member_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from nerservice.saved_ensemble import save_ensemble
+    from nerservice.artifacts.ensemble_folder import save_ensemble
 
     return save_ensemble(tmp_path_factory.mktemp("ensemble") / "ens", [tiny_model_dir, contrary_member_dir])

@@ -165,3 +165,11 @@ def write_two_corpora(folder: Path, *, sizes: tuple[int, int, int] = (240, 60, 6
     path = folder / "corpora.json"
     path.write_text(json.dumps({"corpora": corpora, **config}, indent=2), encoding="utf-8")
     return path
+
+def encode_batch(sentences: Any, vocabs: Any, *, max_word_length: int, tags: Any = None, time_multiple: int = 1,
+                 char_multiple: int = 4) -> dict[str, np.ndarray]:
+    """One batch of tokenised sentences as the model's input arrays (over ``EncodedCorpus``)."""
+    from nerservice.text.features import EncodedCorpus, ShapePolicy
+
+    enc = EncodedCorpus(sentences, vocabs, max_word_length=max_word_length, tags=tags)
+    return enc.batch(np.arange(len(enc)), ShapePolicy(time_multiple=time_multiple, char_multiple=char_multiple))

@@ -29,7 +29,7 @@ from helpers import tiny_config
 from nerservice.data import read_corpus
 from nerservice.inference import Extractor
 from nerservice.model.crf import CRF
-from nerservice.model.predictor import compile_forward
+from nerservice.model.forward import compile_forward
 from nerservice.training.trainer import train
 
 work = Path({work!r})
@@ -85,7 +85,7 @@ TEXTS = ["Patients with breast cancer were treated with cisplatin.",
 
 
 def _batch(loaded) -> dict[str, np.ndarray]:
-    from nerservice.text.features import encode_batch
+    from helpers import encode_batch
 
     return encode_batch(SENTENCES, loaded.vocabs, max_word_length=loaded.config.model.max_word_length,
                         time_multiple=8)
@@ -99,8 +99,8 @@ def test_jax_backend_end_to_end_and_weights_move_between_backends(tmp_path: Path
                                                                    demo_corpus) -> None:
     from helpers import last_json_line
     from nerservice.inference import Extractor
-    from nerservice.model.predictor import compile_forward
-    from nerservice.saved_model import load_model
+    from nerservice.model.forward import compile_forward
+    from nerservice.artifacts.formats import load_model
 
     tf_loaded = load_model(tiny_model_dir)
     np.savez(tmp_path / "batch_tf.npz", **_batch(tf_loaded))

@@ -32,11 +32,11 @@ def model_copy(tiny_model_dir: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_fixed_file_names_and_a_valid_manifest(tiny_model_dir: Path) -> None:
-    from nerservice import saved_model as sm
+    from nerservice.artifacts import formats, layout as sm
 
     names = {p.name for p in tiny_model_dir.iterdir()}
     assert names == {sm.CONFIG, sm.VOCAB, sm.WEIGHTS, sm.METRICS, sm.HISTORY, sm.PLOT, sm.LINEAGE, sm.MANIFEST}
-    manifest = sm.verify_manifest(tiny_model_dir)
+    manifest = formats.verify_manifest(tiny_model_dir)
     assert manifest["format"] == sm.FORMAT
     assert set(manifest["files"]) == names - {sm.MANIFEST}
     assert {"n_words", "n_chars", "n_tags", "word_dim", "model_config"} <= set(manifest["model"])
@@ -75,9 +75,10 @@ def test_the_package_never_unpickles() -> None:
 def test_loading_in_a_fresh_process_gives_identical_predictions(tiny_model_dir: Path, tmp_path: Path) -> None:
     """In-memory model → save → a new interpreter loads it: same emissions (bit for bit) and entities."""
     from nerservice.inference import Extractor
-    from nerservice.model.predictor import compile_forward
-    from nerservice.saved_model import load_model, save_model
-    from nerservice.text.features import encode_batch
+    from nerservice.model.forward import compile_forward
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.model_folder import save_model
+    from helpers import encode_batch
 
     mem = load_model(tiny_model_dir)
     out = save_model(tmp_path / "resaved", model=mem.model, vocabs=mem.vocabs, config=mem.config,
@@ -92,7 +93,7 @@ def test_loading_in_a_fresh_process_gives_identical_predictions(tiny_model_dir: 
 import json
 import numpy as np
 from nerservice.inference import Extractor
-from nerservice.model.predictor import compile_forward
+from nerservice.model.forward import compile_forward
 loaded = Extractor.load({str(out)!r})
 with np.load({str(tmp_path / 'batch.npz')!r}, allow_pickle=False) as z:
     batch = {{k: z[k] for k in z.files}}
@@ -111,7 +112,7 @@ print(json.dumps({{"entities": ents, "tags": tags}}))
 @pytest.mark.slow
 def test_tampered_files_raise_integrity_error(model_copy: Path) -> None:
     from nerservice.errors import IntegrityError
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     weights = model_copy / "model.weights.h5"
     data = bytearray(weights.read_bytes())
@@ -125,7 +126,7 @@ def test_tampered_files_raise_integrity_error(model_copy: Path) -> None:
 @pytest.mark.slow
 def test_edited_vocabulary_is_detected(model_copy: Path) -> None:
     from nerservice.errors import IntegrityError
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     vocab = json.loads((model_copy / "vocab.json").read_text(encoding="utf-8"))
     vocab["tags"]["tags"] = list(reversed(vocab["tags"]["tags"]))
@@ -137,7 +138,9 @@ def test_edited_vocabulary_is_detected(model_copy: Path) -> None:
 @pytest.mark.slow
 def test_vocabulary_that_does_not_fit_the_weights_is_refused_even_with_a_matching_checksum(model_copy: Path) -> None:
     from nerservice.errors import ModelLoadError
-    from nerservice.saved_model import MANIFEST, load_model, sha256_file
+    from nerservice.artifacts.files import sha256_file
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.layout import MANIFEST
 
     vocab = json.loads((model_copy / "vocab.json").read_text(encoding="utf-8"))
     vocab["words"]["items"].append("brand-new-word")
@@ -153,7 +156,7 @@ def test_vocabulary_that_does_not_fit_the_weights_is_refused_even_with_a_matchin
 @pytest.mark.slow
 def test_missing_files_and_folders_raise_model_load_error(model_copy: Path, tmp_path: Path) -> None:
     from nerservice.errors import IntegrityError, ModelLoadError
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     with pytest.raises(ModelLoadError, match="not a model directory") as err:
         load_model(tmp_path / "nowhere")
@@ -169,7 +172,7 @@ def test_missing_files_and_folders_raise_model_load_error(model_copy: Path, tmp_
 @pytest.mark.slow
 def test_unreadable_manifest_is_an_integrity_error(model_copy: Path) -> None:
     from nerservice.errors import IntegrityError
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     (model_copy / "manifest.json").write_text("{oops", encoding="utf-8")
     with pytest.raises(IntegrityError, match="manifest"):
@@ -178,7 +181,8 @@ def test_unreadable_manifest_is_an_integrity_error(model_copy: Path) -> None:
 
 @pytest.mark.slow
 def test_saving_over_an_existing_model_replaces_it_atomically(tiny_model_dir: Path, tmp_path: Path) -> None:
-    from nerservice.saved_model import load_model, save_model, verify_manifest
+    from nerservice.artifacts.formats import load_model, verify_manifest
+    from nerservice.artifacts.model_folder import save_model
 
     mem = load_model(tiny_model_dir)
     for metrics in ({"round": 1}, {"round": 2}):
@@ -193,7 +197,8 @@ def test_saving_over_an_existing_model_replaces_it_atomically(tiny_model_dir: Pa
 def test_a_doctored_manifest_is_refused(model_copy: Path, edit: str) -> None:
     """Without these checks, deleting config.json's entry would let config.json change unchecked."""
     from nerservice.errors import IntegrityError
-    from nerservice.saved_model import MANIFEST, load_model
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.layout import MANIFEST
 
     manifest = json.loads((model_copy / MANIFEST).read_text())
     if edit == "drop_config_entry":

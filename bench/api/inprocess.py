@@ -27,11 +27,11 @@ def main(argv: list[str]) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     from api.model_slot import extractor_options
     from api.settings import ApiSettings
-    from nerservice.cli.common import resolve_model_dir
+    from nerservice.artifacts.resolve import resolve_dir
     from nerservice.inference import Extractor
 
     (model,) = argv
-    path = resolve_model_dir(model)
+    path = resolve_dir(model)
     extractors = {"server": Extractor.load(path, **extractor_options(ApiSettings(model=model))),
                   "default": Extractor.load(path), "default-xla": Extractor.load(path, jit_compile="background")}
     for ex in extractors.values():

@@ -32,7 +32,7 @@ def main() -> None:
     from nerservice.metrics import evaluate_tags
     from nerservice.model.ensemble import mean_crf
     from nerservice.model.predictor import decode_emissions
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     splits = {name: read_corpus(os.path.join(args.corpus, f"{name}.tsv")).sentences for name in ("devel", "test")}
     names, preds = [], []

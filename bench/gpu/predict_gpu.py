@@ -32,7 +32,7 @@ CORPORA = ("NCBI-disease", "BC5CDR", "BC2GM", "linnaeus")
 def write_cpu_ref(model: str, corpus: str, out: str) -> None:
     """Run on the CPU (TensorFlow): the reference tags and scores the GPU path must reproduce."""
     from nerservice.data import read_corpus
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     sents = [s.tokens for s in read_corpus(corpus).sentences]
     tagged = load_model(model).predictor().tag(sents)
@@ -82,9 +82,9 @@ def main() -> None:
     from nerservice.model.device_tagging import BATCH_KEYS
     from nerservice.model.jax_decode import crf_arrays
     from nerservice.model.predictor import decode_emissions
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
     from nerservice.text.features import EncodedCorpus
-    from nerservice.training.batching import bucketed_batches
+    from nerservice.model.batching import bucketed_batches
 
     skip = set(args.skip.split(","))
     res: dict[str, Any] = {"device": str(jax.devices()[0]), "backend": keras.backend.backend(),

@@ -121,8 +121,9 @@ def main() -> None:
     wall = time.perf_counter() - t0
     test = outcome.test
     if args.train_on_dev:  # fixed epochs: the last model, not one picked on (training) devel F1
-        from nerservice.saved_model import load_model as _load
-        from nerservice.training.trainer import LAST, evaluator
+        from nerservice.artifacts.formats import load_model as _load
+        from nerservice.artifacts.layout import LAST
+        from nerservice.training.trainer import evaluator
 
         test = evaluator(_load(os.path.join(args.out, LAST)).predictor(), te)
     hist = outcome.history
@@ -136,7 +137,7 @@ def main() -> None:
             time_to_best = elapsed
 
     # --- inference through the Predictor ---------------------------------------------------------------
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     infer_tps = None
     if not args.no_inference:

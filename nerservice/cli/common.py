@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
-from nerservice.errors import InvalidModelRefError, ModelLoadError
 
 TOKEN_FORMATS = ("tsv", "conll")
 DOCUMENT_FORMATS = ("pubtator", "bioc-xml", "bioc-json", "brat", "jsonl")  # = nerservice.documents.DOCUMENT_FORMATS
@@ -77,31 +75,6 @@ def read_documents_corpus(paths: list[str], fmt: str, args: argparse.Namespace) 
         for c in r.cases:
             print(f"case: {c.describe()}")
     return corpus
-
-
-def resolve_model_dir(ref: str) -> Path:
-    """A saved model folder, a training output folder (→ its model-best), or a model-store reference
-    (``name@alias``, ``name/3``) when the store is installed."""
-    p = Path(ref)
-    if p.is_dir():
-        if (p / "model-best").is_dir():
-            return p / "model-best"
-        return p
-    if any(c in ref for c in "@/") or not p.exists():
-        try:
-            from nerservice.store import ModelStore
-            from nerservice.store.refs import parse_ref
-        except ImportError:
-            raise ModelLoadError(f"{ref}: no such model directory") from None
-        try:
-            parse_ref(ref)
-        except InvalidModelRefError:
-            # Neither a folder nor a valid store reference: most likely a mistyped path ("/data/modle").
-            raise ModelLoadError(f"{ref}: no such model directory", path=ref,
-                                 hint="pass a folder written by `nerservice train --out` or a store reference "
-                                 "like name@production") from None
-        return ModelStore.from_env().resolve(ref)
-    raise ModelLoadError(f"{ref}: no such model directory")
 
 
 def print_scores(title: str, metrics: dict[str, Any]) -> None:

@@ -5,7 +5,8 @@ import argparse
 import json
 from pathlib import Path
 
-from nerservice.cli.common import add_corpus_options, print_scores, read, resolve_model_dir
+from nerservice.artifacts.resolve import resolve_dir
+from nerservice.cli.common import add_corpus_options, print_scores, read
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -27,13 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nerservice.errors import ConfigError
-    from nerservice.saved_ensemble import LoadedEnsemble, save_ensemble
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.ensemble_folder import LoadedEnsemble, save_ensemble
+    from nerservice.artifacts.formats import load_model
     from nerservice.training.trainer import evaluator
 
     if len(args.members) < 2:
         raise ConfigError("an ensemble needs two or more member models", members=args.members)
-    dirs = [resolve_model_dir(m) for m in args.members]
+    dirs = [resolve_dir(m) for m in args.members]
     splits = {name: read(paths, args) for name, paths in (("dev", args.dev), ("test", args.test)) if paths}
     loaded = [load_model(d) for d in dirs]  # verified here once; save_ensemble reuses them
     metrics = {}

@@ -5,8 +5,8 @@ import argparse
 import json
 from typing import Any
 
-from nerservice.cli.common import (add_corpus_options, print_corpus_scores, print_scores, read,
-                                   resolve_model_dir)
+from nerservice.artifacts.resolve import resolve_dir
+from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read
 from nerservice.errors import ConfigError
 
 
@@ -27,12 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
     from nerservice.training.trainer import evaluator
 
     if bool(args.corpus) == bool(args.corpora):
         raise ConfigError("evaluate needs corpus file(s) or --corpora FILE (one of the two)")
-    loaded = load_model(resolve_model_dir(args.model))
+    loaded = load_model(resolve_dir(args.model))
     if args.corpora or args.head:
         from nerservice.multi.evaluation import evaluate_heads
 

@@ -149,7 +149,8 @@ def run_promote(args: argparse.Namespace) -> int:
 
 def run_download(args: argparse.Namespace) -> int:
     from nerservice.errors import StoreError
-    from nerservice.saved_model import MANIFEST, verify_manifest
+    from nerservice.artifacts.formats import verify_manifest
+    from nerservice.artifacts.layout import MANIFEST
 
     src = _store(args).resolve(args.ref)
     dest = Path(args.to)

@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nerservice.cli.common import resolve_model_dir
+    from nerservice.artifacts.resolve import resolve_dir
     from nerservice.errors import ConfigError
     from nerservice.inference import Extractor
 
@@ -49,14 +49,14 @@ def run(args: argparse.Namespace) -> int:
         if args.out_format != "jsonl":
             raise ConfigError(f"--format {args.out_format} needs document input",
                               hint="pass a document file (or --input-format); text lines give JSON lines")
-        return _predict_lines(Extractor.load(resolve_model_dir(args.model), **options), args)
+        return _predict_lines(Extractor.load(resolve_dir(args.model), **options), args)
     if args.out_format == "brat" and not args.out:
         raise ConfigError("--format brat writes a folder", hint="pass --out FOLDER")
     from nerservice.documents import format_documents, read_documents, write_documents
     from nerservice.documents.annotate import annotate
 
     docs = read_documents(args.file, fmt=fmt, need_ann=False)
-    extractor = Extractor.load(resolve_model_dir(args.model), **options)
+    extractor = Extractor.load(resolve_dir(args.model), **options)
     predicted = []
     for i in range(0, len(docs), args.batch_lines):
         predicted.extend(annotate(extractor, docs[i : i + args.batch_lines]))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Sequence
 
-from nerservice.data.decoding import decode_lines, split_text
+from nerservice.data.utf8_lines import decode_lines, split_text
 from nerservice.data.parsing import check_args, parse_lines
 from nerservice.data.report import Corpus, ReadReport, SkippedSentence
 from nerservice.errors import CorpusError

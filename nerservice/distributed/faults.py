@@ -1,4 +1,4 @@
-"""Fault injection for tests and drills: SIGKILL one worker's training process once, mid-run.
+"""Fault injection for tests and drills (not on the resume path: that is ``training/resume.py``): SIGKILL one worker's training process once, mid-run.
 
 The victim watches the shared checkpoint; when rank 0 has checkpointed epoch ``after_epoch`` it creates
 a marker file (so the retried stage does not die again) and kills its own process with SIGKILL — the
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nerservice.errors import ConfigError
+from nerservice.training.resume import run_checkpoint_epoch
 
 MARKER = ".fault-injected"
 
@@ -38,13 +39,6 @@ class KillPlan:
         return cls(rank, epoch)
 
 
-def checkpoint_epoch(checkpoint_dir: Path) -> int:
-    try:
-        return int(json.loads((checkpoint_dir / "state.json").read_text(encoding="utf-8"))["epoch"])
-    except (OSError, ValueError, KeyError):
-        return 0
-
-
 def arm(plan: KillPlan | None, *, rank: int, out_dir: Path, poll_s: float = 0.05) -> bool:
     """Start the watcher thread on the victim rank unless the fault already fired. Returns True if armed."""
     marker = out_dir / MARKER
@@ -52,7 +46,7 @@ def arm(plan: KillPlan | None, *, rank: int, out_dir: Path, poll_s: float = 0.05
         return False
 
     def watch() -> None:
-        while checkpoint_epoch(out_dir / "checkpoint") < plan.after_epoch:
+        while run_checkpoint_epoch(out_dir) < plan.after_epoch:
             time.sleep(poll_s)
         marker.write_text(json.dumps({"rank": rank, "pid": os.getpid(), "after_epoch": plan.after_epoch,
                                       "time": time.time()}), encoding="utf-8")

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from nerservice.distributed.preprocess import display_path
+from nerservice.distributed.file_result import display_path
 from nerservice.errors import NerServiceError
 
 TEXT_FORMATS = ("pubtator", "bioc-xml", "bioc-json", "jsonl")

@@ -60,10 +60,10 @@ def read_texts(spark: Any, req: PredictRequest) -> tuple[Any, str]:
 def resolve_model(ref: str) -> Path:
     """On the driver, once: a store ref becomes one concrete verified version, so every executor serves
     the same model even if the alias moves during the job."""
-    from nerservice.cli.common import resolve_model_dir
-    from nerservice.saved_model import verify_manifest
+    from nerservice.artifacts.formats import verify_manifest
+    from nerservice.artifacts.resolve import resolve
 
-    path = resolve_model_dir(ref).resolve()
+    path = resolve(ref).path.resolve()
     verify_manifest(path)
     return path
 

@@ -10,35 +10,17 @@ A file that cannot be parsed at all (empty, only ``-DOCSTART-``) yields one quar
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from nerservice.data import parse_bytes
 from nerservice.documents.align import ConvertOptions
 from nerservice.documents.formats import DOCUMENT_FORMATS, sniff
+from nerservice.distributed.file_result import FileResult, display_path
 from nerservice.distributed.splits import assign_split
 from nerservice.errors import NerServiceError
 
 SENTENCE_SCHEMA = "split string, tokens array<string>, tags array<string>, file string, line int"
 QUARANTINE_SCHEMA = "file string, line int, reason string, kind string, role string"
-
-
-@dataclass
-class FileResult:
-    """What one file produced. ``report`` is a small JSON-able summary collected on the driver."""
-
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    rejected: list[dict[str, Any]] = field(default_factory=list)
-    report: dict[str, Any] = field(default_factory=dict)
-
-
-def display_path(uri: str) -> str:
-    """Spark's ``file:/x/y.tsv`` → ``/x/y.tsv`` (what a person opens); other schemes stay URIs."""
-    if uri.startswith("file://"):
-        return uri[len("file://"):]
-    if uri.startswith("file:"):
-        return uri[len("file:"):]
-    return uri
 
 
 def parse_file(role: str, uri: str, data: bytes, *, fmt: str = "auto", scheme: str = "auto",

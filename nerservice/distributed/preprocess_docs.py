@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
-from nerservice.distributed.preprocess import FileResult, display_path
+from nerservice.distributed.file_result import FileResult, display_path
 from nerservice.distributed.splits import assign_split
 from nerservice.documents.align import ConvertOptions, documents_to_sentences
 from nerservice.documents.formats import parse_brat_files, parse_bytes

@@ -24,9 +24,9 @@ def task_cpus(default: int = 1) -> int:
 
 def limit_tensorflow_threads(cpus: int) -> bool:
     """Set TF intra-/inter-op pools to ``cpus`` threads; False if TF was already initialised."""
-    import keras
+    from nerservice import backend
 
-    if keras.backend.backend() != "tensorflow":
+    if backend.current() != "tensorflow":
         return False
     import tensorflow as tf
 

@@ -22,11 +22,12 @@ from typing import Any
 
 from nerservice.data import Sentence
 from nerservice.distributed.environ import scoped_environ
-from nerservice.distributed.faults import KillPlan, arm, checkpoint_epoch
+from nerservice.distributed.faults import KillPlan, arm
 from nerservice.distributed.gpu import gpu_env
 from nerservice.distributed.rendezvous import Peer, agree, rendezvous, tf_config
 from nerservice.distributed.shards import shard_of_epoch
 from nerservice.errors import DistributedError, PromotionRefusedError
+from nerservice.training.resume import run_checkpoint_epoch
 
 ATTEMPTS = "attempts.jsonl"
 _STRATEGY_CREATED = False  # TF's collective runtime can be configured once per process
@@ -103,7 +104,7 @@ def barrier_task(spec: TrainSpec, data: Any) -> Any:
 def run_worker(spec: TrainSpec, data: dict[str, list[Row]], context: Any) -> dict[str, Any]:
     rank, peers = rendezvous(context, world=spec.world)
     out = Path(spec.out_dir)
-    resumed_from = agree(context, checkpoint_epoch(out / "checkpoint") if spec.resume else 0,
+    resumed_from = agree(context, run_checkpoint_epoch(out) if spec.resume else 0,
                          what="the checkpoint epoch to resume from")
     if rank == 0:
         record_attempt(out, {"task_attempt_id": int(context.taskAttemptId()), "world": spec.world,
@@ -126,10 +127,10 @@ def run_worker(spec: TrainSpec, data: dict[str, list[Row]], context: Any) -> dic
 
 
 def _strategy(spec: TrainSpec, peers: list[Peer], rank: int, batch_size: int) -> Any:
-    import keras
+    from nerservice import backend
 
-    if keras.backend.backend() != spec.backend:
-        raise DistributedError(f"this Python worker already runs Keras on {keras.backend.backend()}, "
+    if backend.current() != spec.backend:
+        raise DistributedError(f"this Python worker already runs Keras on {backend.current()}, "
                                f"the job asked for {spec.backend}",
                                hint="set spark.python.worker.reuse=false for training jobs (train.py does)")
     if spec.world == 1:

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from nerservice.data.decoding import decode_lines
+from nerservice.data.utf8_lines import decode_lines
 from nerservice.documents.bioc_read import parse_bioc_json, parse_bioc_xml
 from nerservice.documents.bioc_write import format_bioc_json, format_bioc_xml
 from nerservice.documents.brat import format_brat, parse_brat

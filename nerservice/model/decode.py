@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nerservice.training.batching import bucketed_batches
+from nerservice.model.batching import bucketed_batches
 
 
 @dataclass(frozen=True)

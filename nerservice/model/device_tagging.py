@@ -17,10 +17,10 @@ import numpy as np
 
 from nerservice.model.decode import CrfParams, Tagged
 from nerservice.text.features import EncodedCorpus, ShapePolicy
+from nerservice.text.inputs import model_inputs
 from nerservice.text.vocab import Vocabularies
-from nerservice.training.batching import bucketed_batches
+from nerservice.model.batching import bucketed_batches
 
-BATCH_KEYS = ("token_ids", "lengths", "word_chars", "word_index")
 
 
 def compile_tagging(model: Any, *, matmul_precision: str = "highest") -> Callable[..., Any]:
@@ -79,7 +79,7 @@ class DeviceTagger:
         for idx in bucketed_batches(encoded.lengths.tolist(), batch_size=self.batch_size, bucket_size=self.bucket_size,
                                     seed=None, token_budget=self.token_budget):
             batch = encoded.batch(idx, self.policy_for(len(idx), int(encoded.lengths[idx].max())), with_tags=False)
-            result = self._fn(tv, ntv, crf, {k: batch[k] for k in BATCH_KEYS}, with_scores)  # returns at once
+            result = self._fn(tv, ntv, crf, model_inputs(batch), with_scores)  # returns at once
             if pending is not None:
                 self._unpack(*pending, nonempty, out)
             pending = (idx, batch["lengths"], result)

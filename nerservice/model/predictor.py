@@ -5,49 +5,56 @@ so all three decode identically.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from nerservice import backend as backends
+from nerservice.model.batching import bucketed_batches
 from nerservice.model.decode import CrfParams, Tagged, decode_emissions
+from nerservice.model.forward import Forward, compile_forward
 from nerservice.model.heads import decode_merged
 from nerservice.model.tagger import NerTagger
 from nerservice.text.features import EncodedCorpus, ShapePolicy
 from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary, Vocabularies
-from nerservice.training.batching import bucketed_batches
+
+if TYPE_CHECKING:
+    from nerservice.model.device_tagging import DeviceTagger
+    from nerservice.model.xla_forward import BackgroundXlaForward
 
 
-def compile_forward(model: NerTagger, *, jit_compile: bool = False) -> Callable[[dict[str, np.ndarray]], np.ndarray]:
-    """Backend-specific compiled inference: emissions (B, T, K) as NumPy."""
-    import keras
+class XlaCompiler(Protocol):
+    """A background XLA compiler's counts (``/metrics``) and ``wait()`` (benchmarks, tests)."""
 
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
-        import tensorflow as tf
+    graph_calls: int
+    xla_calls: int
 
-        spec = {
-            "token_ids": tf.TensorSpec((None, None), tf.int32), "lengths": tf.TensorSpec((None,), tf.int32),
-            "word_chars": tf.TensorSpec((None, None), tf.int32), "word_index": tf.TensorSpec((None, None), tf.int32),
-        }
-        fn = tf.function(lambda b: model(b, training=False), input_signature=[spec], jit_compile=jit_compile)
-        return lambda batch: fn({k: batch[k] for k in spec}).numpy()
-    if backend == "jax":
-        import jax
+    @property
+    def compiled(self) -> int: ...
 
-        @jax.jit
-        def fwd(tv: Any, ntv: Any, batch: Any) -> Any:
-            out, _ = model.stateless_call(tv, ntv, batch, training=False)
-            return out
+    @property
+    def pending(self) -> int: ...
 
-        def run(batch: dict[str, np.ndarray]) -> np.ndarray:
-            tv = [v.value for v in model.trainable_variables]
-            ntv = [v.value for v in model.non_trainable_variables]
-            keys = ("token_ids", "lengths", "word_chars", "word_index")
-            return np.asarray(fwd(tv, ntv, {k: batch[k] for k in keys}))
+    def wait(self) -> int: ...
 
-        return run
-    raise NotImplementedError(f"Keras backend {backend!r} is not supported (use tensorflow or jax)")
+
+class TagPredictor(Protocol):
+    """What callers use of a ``Predictor`` or an ``EnsemblePredictor``."""
+
+    @property
+    def background_xla(self) -> XlaCompiler | None: ...
+
+    @property
+    def tag_labels(self) -> list[str]: ...
+
+    def crf_params(self) -> CrfParams: ...
+
+    def emissions(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
+
+    def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool = True) -> list[Tagged]: ...
+
+    def predict_tags(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]: ...
 
 
 def decode_tags(emissions: Sequence[np.ndarray], crf: CrfParams, tags: TagVocabulary | MultiTagVocabulary, *,
@@ -70,10 +77,9 @@ class Predictor:
         self.model, self.vocabs = model, vocabs
         self.max_word_length, self.batch_size = max_word_length, batch_size
         self.token_budget, self.bucket_size = token_budget, bucket_size
-        import keras
-
-        backend = keras.backend.backend()
-        self.background_xla = None
+        backend = backends.current()
+        self.background_xla: BackgroundXlaForward | None = None
+        self._forward: Forward
         if jit_compile == "background" and backend == "tensorflow":
             from nerservice.model.xla_forward import BackgroundXlaForward
 
@@ -83,7 +89,7 @@ class Predictor:
         else:
             self._forward = compile_forward(model, jit_compile=jit_compile is True)
             self.policy = ShapePolicy.for_backend(backend, batch_size=batch_size, time_multiple=bucket_size)
-        self.device_tagger = None
+        self.device_tagger: DeviceTagger | None = None
         # forward + CRF decode in one compiled function (``device_tagging.py``); a multi-corpus model decodes
         # each head on its own CRF block, on the host (``heads.py``)
         if backend == "jax" and not isinstance(vocabs.tags, MultiTagVocabulary):

@@ -17,8 +17,6 @@ from nerservice.model.decode import CrfParams
 from nerservice.model.layers import CharEncoder, ReplicaDropout, ResidualBiLSTMStack, keep_mask
 from nerservice.text.vocab import UNK_ID
 
-INPUT_NAMES = ("token_ids", "lengths", "word_chars", "word_index")
-
 
 @keras.saving.register_keras_serializable(package="nerservice")
 class NerTagger(keras.Model):

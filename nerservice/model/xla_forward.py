@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from nerservice.model.predictor import compile_forward
-from nerservice.model.tagger import INPUT_NAMES
+from nerservice.model.forward import compile_forward
+from nerservice.text.inputs import INPUT_NAMES, model_inputs
 
 
 class BackgroundXlaForward:
@@ -37,7 +37,7 @@ class BackgroundXlaForward:
         self.xla_calls = 0
 
     def __call__(self, batch: dict[str, np.ndarray]) -> np.ndarray:
-        inputs = {k: batch[k] for k in INPUT_NAMES}
+        inputs = model_inputs(batch)
         key = tuple(inputs[k].shape for k in INPUT_NAMES)
         fn = self._compiled.get(key)
         if fn is not None:

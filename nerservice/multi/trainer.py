@@ -22,9 +22,9 @@ from nerservice.multi.config import CorporaConfig
 from nerservice.multi.corpora import CorpusSplits, namespaced, tag_vocabulary
 from nerservice.multi.evaluation import evaluate_heads
 from nerservice.text.vocab import Vocabularies
-from nerservice.training.batching import bucketed_batches
-from nerservice.training.trainer import (BEST, CHECKPOINT, LAST, TrainCallback, TrainOutcome, config_with_vectors,
-                                         vocabularies_with_vectors)
+from nerservice.artifacts.layout import BEST, CHECKPOINT, LAST, PLOT
+from nerservice.model.batching import bucketed_batches
+from nerservice.training.trainer import TrainCallback, TrainOutcome, config_with_vectors, vocabularies_with_vectors
 
 OVERLAP_RULE = "highest-mean-marginal, then longest, then corpus order, then start"  # nerservice/model/heads.py
 
@@ -64,12 +64,14 @@ def train_multi(
     world: int = 1,
 ) -> TrainOutcome:
     """Train one model on ``corpora`` (from ``read_corpora``); same distributed contract as ``train``."""
-    import keras
-
+    from nerservice import backend
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.multi.tagger import build_multi_tagger
-    from nerservice.saved_model import MULTI, MULTI_FORMAT, load_model, save_model
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
+    from nerservice.artifacts.model_folder import save_model
+    from nerservice.training.history import plot_writer
     from nerservice.training.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
     from nerservice.training.loop import LoopState, run_epochs
     from nerservice.training.steps import make_train_step
@@ -101,14 +103,14 @@ def train_multi(
     lineage = build_lineage(
         corpora={f"{c.name}/{split}": part for c in corpora
                  for split, part in (("train", c.train), ("dev", c.dev), ("test", c.test)) if part},
-        config_hash=config.fingerprint(), sources=sources or {}, backend=keras.backend.backend(),
+        config_hash=config.fingerprint(), sources=sources or {}, backend=backend.current(),
         extra={"vocab": vocab_stats, "corpora": corpora_config.names})
     dev_sets = {c.name: c.dev for c in corpora}
     extra = {MULTI: multi_manifest(corpora_config)}
 
     def save(where: Path, metrics: dict[str, Any], history: list[dict[str, Any]], m: Any = None) -> None:
         save_model(where, model=m or model, vocabs=vocabs, config=config, history=history, metrics=metrics,
-                   lineage=lineage, fmt=MULTI_FORMAT, extra_files=extra)
+                   lineage=lineage, fmt=MULTI_FORMAT, extra_files={**extra, PLOT: plot_writer(history)})
 
     state = LoopState()
     if resume and has_checkpoint(out / CHECKPOINT):

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from nerservice.errors import IntegrityError
-from nerservice.saved_model import MANIFEST, sha256_file, verify_manifest
+from nerservice.artifacts.files import sha256_file
+from nerservice.artifacts.formats import verify_manifest
+from nerservice.artifacts.layout import MANIFEST
 
 MARKER = "source.json"
 MODEL = "model"

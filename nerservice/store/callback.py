@@ -17,7 +17,7 @@ from typing import Any
 
 from nerservice.config import NerConfig
 from nerservice.errors import StoreError
-from nerservice.saved_model import HISTORY, METRICS, PLOT
+from nerservice.artifacts.layout import HISTORY, METRICS, PLOT
 from nerservice.store import runs
 from nerservice.store.model_store import ModelStore
 from nerservice.store.refs import validate_name

@@ -56,10 +56,6 @@ class ModelRef:
     version: int | None = None  # set for name/N
     alias: str | None = None  # set for name@alias; None with version None means latest
 
-    @property
-    def is_latest(self) -> bool:
-        return self.version is None and self.alias is None
-
     def __str__(self) -> str:
         if self.version is not None:
             return f"{self.name}/{self.version}"

@@ -12,19 +12,33 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from nerservice.errors import InvalidModelRefError, ModelLoadError, StoreError
-from nerservice.saved_model import CONFIG, LINEAGE, MANIFEST, METRICS, sha256_file, verify_manifest
+from nerservice.artifacts.files import sha256_file
+from nerservice.artifacts.formats import verify_manifest
+from nerservice.artifacts.layout import CONFIG, LINEAGE, MANIFEST, METRICS
 from nerservice.store import runs
 from nerservice.store._mlflow import error_code, mlflow_exception, translated
 from nerservice.store.refs import validate_name
 
-if TYPE_CHECKING:
-    from nerservice.store.model_store import ModelStore
+
+class StoreSession(Protocol):
+    """What registration uses of ``model_store.ModelStore`` (a protocol, so that module can import this one
+    without a circle)."""
+
+    tracking_uri: str
+    client: Any
+
+    def call(self, what: str, fn: Any, *args: Any, not_found: str | None = None, **kwargs: Any) -> Any: ...
+
+    def start_run(self, *, run_name: str, params: dict[str, str] | None = None,
+                  tags: dict[str, str] | None = None) -> str: ...
+
+    def end_run(self, run_id: str, status: str = "FINISHED") -> None: ...
 
 
-def register_model(store: "ModelStore", model_dir: str | Path, name: str, *, run_id: str | None = None,
+def register_model(store: StoreSession, model_dir: str | Path, name: str, *, run_id: str | None = None,
                    tags: dict[str, str] | None = None) -> int:
     """Upload ``model_dir`` and register it as the next version of ``name``; returns the version.
     Without ``run_id`` a run is created for it (params from its config, metrics, lineage)."""
@@ -87,7 +101,7 @@ def register_model(store: "ModelStore", model_dir: str | Path, name: str, *, run
     return version
 
 
-def _free_artifact_path(store: "ModelStore", run_id: str) -> str:
+def _free_artifact_path(store: StoreSession, run_id: str) -> str:
     """``model``, or ``model-2``... when the run already holds one (re-registration never overwrites the
     bytes an earlier version points at)."""
     taken = {f.path for f in store.call("listing run artifacts", store.client.list_artifacts, run_id)}
@@ -98,7 +112,7 @@ def _free_artifact_path(store: "ModelStore", run_id: str) -> str:
     return path
 
 
-def _check_upload(store: "ModelStore", run_id: str, artifact_path: str, expected: dict[str, int]) -> None:
+def _check_upload(store: StoreSession, run_id: str, artifact_path: str, expected: dict[str, int]) -> None:
     listed = store.call("listing uploaded artifacts", store.client.list_artifacts, run_id, artifact_path)
     sizes = {Path(f.path).name: f.file_size for f in listed if not f.is_dir}
     bad = sorted(n for n, b in expected.items() if sizes.get(n) != b)
@@ -107,7 +121,7 @@ def _check_upload(store: "ModelStore", run_id: str, artifact_path: str, expected
                          run_id=run_id, files=bad)
 
 
-def _ensure_registered_model(store: "ModelStore", name: str) -> None:
+def _ensure_registered_model(store: StoreSession, name: str) -> None:
     MlflowException = mlflow_exception()
     with translated(f"creating registered model {name!r}", uri=store.tracking_uri):
         try:

@@ -1,11 +1,6 @@
 """Sentences → the named arrays the model consumes.
 
-Arrays cross module boundaries as a dict (DESIGN convention 1):
-  token_ids  (B, T) int32  word ids (normalised lookup form), 0 = padding
-  lengths    (B,)   int32  real tokens per sentence (0 for a padding sentence)
-  word_chars (U, C) int32  char ids of the *distinct* words of the batch, row 0 = the empty padding word
-  word_index (B, T) int32  row of ``word_chars`` for each token (0 at padding)
-  tag_ids    (B, T) int32  gold tags (training only), 0 at padding
+Arrays cross module boundaries as a dict of named int32 arrays, listed in ``text/inputs.py``.
 
 Why distinct words: the char encoders (CNN + BiLSTM over characters) dominate CPU time, and a batch of
 biomedical text repeats words heavily ("the", "of", "cancer"), so encoding each distinct word once and
@@ -23,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nerservice.text.inputs import TAG_IDS
 from nerservice.text.vocab import Vocabularies, normalize_word
 
 
@@ -138,20 +134,6 @@ class EncodedCorpus:
         if with_tags and self.tag_ids is not None:
             tag_ids = np.zeros((b, t), dtype=np.int32)
             tag_ids[rows, within] = self.tag_ids[src]
-            out["tag_ids"] = tag_ids
+            out[TAG_IDS] = tag_ids
         return out
 
-
-def encode_batch(
-    sentences: Sequence[Sequence[str]],
-    vocabs: Vocabularies,
-    *,
-    max_word_length: int,
-    tags: Sequence[Sequence[str]] | None = None,
-    time_multiple: int = 1,
-    char_multiple: int = 4,
-) -> dict[str, np.ndarray]:
-    """Encode one batch of tokenised sentences (convenience wrapper over ``EncodedCorpus``)."""
-    enc = EncodedCorpus(sentences, vocabs, max_word_length=max_word_length, tags=tags)
-    policy = ShapePolicy(time_multiple=time_multiple, char_multiple=char_multiple)
-    return enc.batch(np.arange(len(enc)), policy)

@@ -7,17 +7,14 @@ worker killed mid-write leaves the previous checkpoint intact.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from nerservice.artifacts.files import staged
+from nerservice.artifacts.layout import MODEL_VARS, OPT_VARS, STATE
 from nerservice.training.loop import LoopState
-
-STATE, MODEL_VARS, OPT_VARS = "state.json", "model_vars.npz", "optimizer_vars.npz"
 
 
 def _values(variables: list[Any]) -> dict[str, np.ndarray]:
@@ -36,22 +33,10 @@ def _assign(variables: list[Any], path: Path) -> None:
 
 def save_checkpoint(directory: str | Path, *, model: Any, optimizer: Any, state: LoopState) -> Path:
     target = Path(directory)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
+    with staged(target) as tmp:
         np.savez(tmp / MODEL_VARS, **_values(model.variables))
         np.savez(tmp / OPT_VARS, **_values(optimizer.variables))
         (tmp / STATE).write_text(json.dumps(state.to_dict()), encoding="utf-8")
-        if target.exists():
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
-            os.replace(target, old)
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 

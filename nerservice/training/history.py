@@ -1,13 +1,17 @@
-"""Per-epoch history: JSON for machines, a PNG (loss and dev entity F1 by epoch) for people."""
+"""The per-epoch history as a PNG (loss and dev entity F1 by epoch) for people; the JSON copy for machines
+is part of the saved model format (``artifacts/model_folder.py``).  Kept out of that format so matplotlib
+stays a training-time dependency, not one of loading a model."""
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
-def save_history(history: list[dict[str, Any]], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(history, indent=2), encoding="utf-8")
+def plot_writer(history: list[dict[str, Any]]) -> Callable[[Path], None]:
+    """A ``save_model(extra_files=...)`` writer for the plot of ``history`` (a copy: the list grows)."""
+    frozen = [dict(h) for h in history]
+    return lambda path: plot_history(frozen, path)
 
 
 def plot_history(history: list[dict[str, Any]], path: str | Path) -> None:

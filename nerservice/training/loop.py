@@ -20,7 +20,7 @@ from nerservice.data import Sentence
 from nerservice.text.features import EncodedCorpus, ShapePolicy, round_up
 from nerservice.text.vocab import Vocabularies
 from nerservice.training.averaging import WeightAverager
-from nerservice.training.batching import bucketed_batches
+from nerservice.model.batching import bucketed_batches
 from nerservice.training.steps import TrainStep
 
 EpochCallback = Callable[[dict[str, Any], bool], None]  # (epoch record, is_best)
@@ -178,10 +178,10 @@ def replica_rows(global_idx: np.ndarray, rank: int, world: int, lengths: np.ndar
 
 
 def _default_policy(config: NerConfig, world: int) -> ShapePolicy:
-    import keras
+    from nerservice import backend
 
     t = config.training
-    return ShapePolicy.for_backend(keras.backend.backend(), batch_size=-(-t.batch_size // world),
+    return ShapePolicy.for_backend(backend.current(), batch_size=-(-t.batch_size // world),
                                    time_multiple=t.bucket_size)
 
 

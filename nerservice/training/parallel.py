@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from nerservice.errors import ConfigError
+from nerservice.text.inputs import TAG_IDS
 
 #: Batch arrays sharded along axis 0; everything else the step receives is replicated.
-SHARDED_KEYS = frozenset({"token_ids", "lengths", "word_index", "tag_ids"})
+SHARDED_KEYS = frozenset({"token_ids", "lengths", "word_index", TAG_IDS})  # word_chars: rows of distinct words
 
 
 def use_data_parallel(devices: int | None = None) -> Any:
@@ -27,7 +28,9 @@ def use_data_parallel(devices: int | None = None) -> Any:
     Call before the model is built. Returns the distribution; ``clear_data_parallel()`` undoes it."""
     import keras
 
-    if keras.backend.backend() != "jax":
+    from nerservice import backend
+
+    if backend.current() != "jax":
         raise ConfigError("data parallelism inside one process needs KERAS_BACKEND=jax",
                           hint="TensorFlow uses tf.distribute strategies (spark_jobs/train.py)")
     available = keras.distribution.list_devices()

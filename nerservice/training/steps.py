@@ -21,12 +21,14 @@ import numpy as np
 
 from nerservice.config import TrainingConfig
 from nerservice.model.tagger import NerTagger
+from nerservice.text.inputs import TRAIN_NAMES as TRAIN_KEYS
+from nerservice.text.inputs import TRAIN_RANKS
 
-TRAIN_KEYS = ("token_ids", "lengths", "word_chars", "word_index", "tag_ids")
 # TensorFlow also takes the batch's place in the global batch (training/loop.py ``replica_rows``) so that
 # MultiWorkerMirroredStrategy workers draw the single process's dropout masks. JAX does not need them:
 # its multi-device path shards one global batch inside one jitted step.
-ROW_KEYS = ("row_ids", "rows_total", "time_total")
+ROW_RANKS = {"row_ids": 1, "rows_total": 0, "time_total": 0}
+ROW_KEYS = tuple(ROW_RANKS)
 
 
 class TrainStep(Protocol):
@@ -50,18 +52,15 @@ class TrainStep(Protocol):
 
 
 def make_train_step(model: NerTagger, config: TrainingConfig, *, strategy: Any = None) -> TrainStep:
-    import keras
+    from nerservice import backend
 
-    backend = keras.backend.backend()
-    if backend == "tensorflow":
+    if backend.current() == "tensorflow":
         return TensorFlowStep(model, config, strategy=strategy)
-    if backend == "jax":
-        from nerservice.training.parallel import ProcessPlacement
+    from nerservice.training.parallel import ProcessPlacement
 
-        if strategy is not None and not isinstance(strategy, ProcessPlacement):
-            raise ValueError("tf.distribute strategies need KERAS_BACKEND=tensorflow")
-        return JaxStep(model, config, placement=strategy)
-    raise NotImplementedError(f"Keras backend {backend!r} is not supported (use tensorflow or jax)")
+    if strategy is not None and not isinstance(strategy, ProcessPlacement):
+        raise ValueError("tf.distribute strategies need KERAS_BACKEND=tensorflow")
+    return JaxStep(model, config, placement=strategy)
 
 
 class TensorFlowStep:
@@ -77,13 +76,9 @@ class TensorFlowStep:
         with scope:
             self._optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
             self._optimizer.build(model.trainable_variables)
-        spec = {
-            "token_ids": tf.TensorSpec((None, None), tf.int32), "lengths": tf.TensorSpec((None,), tf.int32),
-            "word_chars": tf.TensorSpec((None, None), tf.int32), "word_index": tf.TensorSpec((None, None), tf.int32),
-            "tag_ids": tf.TensorSpec((None, None), tf.int32),
-            "row_ids": tf.TensorSpec((None,), tf.int32), "rows_total": tf.TensorSpec((), tf.int32),
-            "time_total": tf.TensorSpec((), tf.int32),
-        }
+        from nerservice.backend import tf_signature
+
+        spec = tf_signature({**TRAIN_RANKS, **ROW_RANKS})
         n_replicas = strategy.num_replicas_in_sync if strategy is not None else 1
 
         def replica_step(batch: dict[str, Any], n_global: Any) -> Any:

@@ -1,9 +1,6 @@
 """``train()``: corpora → vocabularies (+ pretrained vectors) → tagger → epochs → saved models.
 
-Output directory (spaCy's habit):
-    OUT/model-best/   the saved model with the best dev entity F1 (what you deploy)
-    OUT/model-last/   the model after the last epoch
-    OUT/checkpoint/   resumable state (weights + optimizer + loop state); a rerun continues from it
+Writes a run folder: ``OUT/model-best``, ``OUT/model-last``, ``OUT/checkpoint`` (``artifacts/layout.py``).
 """
 from __future__ import annotations
 
@@ -15,12 +12,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from nerservice.artifacts.layout import BEST, CHECKPOINT, LAST, PLOT
 from nerservice.config import NerConfig
 from nerservice.data import Sentence
 from nerservice.metrics import evaluate_tags
 from nerservice.text.vocab import Vocabularies, Vocabulary, TagVocabulary, normalize_word
 
-BEST, LAST, CHECKPOINT = "model-best", "model-last", "checkpoint"
 
 
 class TrainCallback(Protocol):
@@ -122,12 +119,12 @@ def train(
     data and config, its ``rank``, ``world`` and a ``tf.distribute`` strategy; each trains on its slice of
     every global batch; only rank 0 writes models and checkpoints (``out_dir`` must be shared storage) and
     calls callbacks. Every worker evaluates dev itself (weights are identical) so early stopping agrees."""
-    import keras
-
+    from nerservice import backend
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.model.tagger import build_tagger
-    from nerservice.saved_model import load_model, save_model
+    from nerservice.artifacts.model_folder import load_model_folder, save_model
+    from nerservice.training.history import plot_writer
     from nerservice.training.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
     from nerservice.training.loop import run_epochs
     from nerservice.training.steps import make_train_step
@@ -149,7 +146,7 @@ def train(
     if test_data:
         corpora["test"] = list(test_data)
     lineage = build_lineage(corpora=corpora, config_hash=config.fingerprint(), sources=sources or {},
-                            backend=keras.backend.backend(), extra={"vocab": vocab_stats})
+                            backend=backend.current(), extra={"vocab": vocab_stats})
 
     state = None
     if resume and has_checkpoint(out / CHECKPOINT):
@@ -161,10 +158,10 @@ def train(
         if not chief:
             return
         save_model(out / LAST, model=model, vocabs=vocabs, config=config, history=loop_state().history,
-                   metrics={"dev": last_dev[0]}, lineage=lineage)
+                   extra_files={PLOT: plot_writer(loop_state().history)}, metrics={"dev": last_dev[0]}, lineage=lineage)
         if is_best:
             save_model(out / BEST, model=model, vocabs=vocabs, config=config, history=loop_state().history,
-                       metrics={"dev": last_dev[0], "epoch": record["epoch"]}, lineage=lineage)
+                       extra_files={PLOT: plot_writer(loop_state().history)}, metrics={"dev": last_dev[0], "epoch": record["epoch"]}, lineage=lineage)
         for cb in callbacks:
             cb.on_epoch(record, is_best)
 
@@ -194,7 +191,7 @@ def train(
                             stopped_reason=result.stopped_reason, seconds=result.seconds, lineage=lineage,
                             vocab_stats=vocab_stats, model=model)
 
-    best = load_model(out / BEST)
+    best = load_model_folder(out / BEST)
     best_pred = best.predictor(batch_size=config.training.eval_batch_size)
     dev_metrics = evaluator(best_pred, dev_data)
     test_metrics = evaluator(best_pred, test_data) if test_data else None
@@ -202,7 +199,7 @@ def train(
     if test_metrics is not None:
         metrics["test"] = test_metrics
     save_model(out / BEST, model=best.model, vocabs=vocabs, config=config, history=result.state.history,
-               metrics=metrics, lineage=lineage)
+               extra_files={PLOT: plot_writer(result.state.history)}, metrics=metrics, lineage=lineage)
     outcome = TrainOutcome(out_dir=out, best_dir=out / BEST, best_epoch=result.state.best_epoch, dev=dev_metrics,
                            test=test_metrics, history=result.state.history, stopped_reason=result.stopped_reason,
                            seconds=result.seconds, lineage=lineage, vocab_stats=vocab_stats, model=model)

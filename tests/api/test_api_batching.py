@@ -148,7 +148,8 @@ def test_unknown_exceptions_become_a_generic_500() -> None:
 
 def test_reload_swaps_and_frees_the_old_model(tiny_model_dir, tmp_path: Path, monkeypatch) -> None:
     import api.model_slot as model_slot
-    from nerservice.saved_model import load_model, save_model
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.model_folder import save_model
 
     monkeypatch.setattr(model_slot, "RELEASE_DELAY_S", 0.01)
     served = shutil.copytree(tiny_model_dir, tmp_path / "served")

@@ -27,7 +27,8 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 def v2_model_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     import keras
 
-    from nerservice.saved_model import load_model, save_model
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.model_folder import save_model
 
     loaded = load_model(tiny_model_dir)
     bias = loaded.model.emission.bias

@@ -93,7 +93,7 @@ def test_train_prints_evaluation_and_writes_a_model(tmp_path: Path, capsys, demo
     assert "dev: entity-level (strict IOB2)" in text and "test: entity-level (strict IOB2)" in text
     assert "micro" in text and "Disease" in text and "token-level" in text and "NerDL's figure" in text
     assert f"model: {out / 'model-best'}" in text
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     loaded = load_model(out / "model-best")
     assert loaded.config.model.lstm_layers == 1 and loaded.config.training.epochs == 2

@@ -16,7 +16,7 @@ import keras
 assert keras.backend.backend() == "jax", keras.backend.backend()
 import numpy as np
 from nerservice.model.predictor import decode_emissions
-from nerservice.saved_model import load_model
+from nerservice.artifacts.formats import load_model
 
 sentences = json.loads(open({sentences!r}).read())
 pred = load_model({model!r}).predictor(batch_size=4, token_budget=64)
@@ -34,7 +34,7 @@ print(json.dumps(res))
 def test_device_decode_equals_numpy_decode_and_the_tensorflow_path(tmp_path: Path, tiny_model_dir: Path,
                                                                    demo_corpus) -> None:
     from nerservice.data import read_corpus
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     sentences = [s.tokens for s in read_corpus(demo_corpus["test"]).sentences][:40]
     # Empty sentences, a long one (several token-budget cuts, so short batches padded to a power of two).

@@ -21,7 +21,7 @@ TEXTS = ["Patients with breast cancer were treated with cisplatin. No asthma was
 
 def test_ensemble_decodes_the_argmax_of_the_summed_member_scores(tiny_model_dir, contrary_member_dir) -> None:
     from nerservice.model.ensemble import EnsemblePredictor
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     members = [load_model(d).predictor() for d in (tiny_model_dir, contrary_member_dir)]
     ens = EnsemblePredictor(members)
@@ -40,7 +40,7 @@ def test_ensemble_decodes_the_argmax_of_the_summed_member_scores(tiny_model_dir,
 
 def test_a_one_member_ensemble_is_the_model_itself(tiny_model_dir) -> None:
     from nerservice.model.ensemble import EnsemblePredictor
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     single = load_model(tiny_model_dir).predictor()
     ens = EnsemblePredictor([single])
@@ -53,8 +53,9 @@ def test_a_one_member_ensemble_is_the_model_itself(tiny_model_dir) -> None:
 def test_members_must_share_the_tag_set(tiny_model_dir, tmp_path) -> None:
     from nerservice.errors import ModelLoadError
     from nerservice.model.tagger import build_tagger
-    from nerservice.saved_ensemble import save_ensemble
-    from nerservice.saved_model import load_model, save_model
+    from nerservice.artifacts.ensemble_folder import save_ensemble
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.model_folder import save_model
     from nerservice.text.vocab import TagVocabulary, Vocabularies
 
     base = load_model(tiny_model_dir)
@@ -74,8 +75,8 @@ def test_saved_ensemble_loads_verifies_and_extracts_like_its_predictor(tiny_mode
     from nerservice.errors import IntegrityError
     from nerservice.inference import Extractor
     from nerservice.model.ensemble import EnsemblePredictor
-    from nerservice.saved_ensemble import LoadedEnsemble, save_ensemble
-    from nerservice.saved_model import load_model, verify_manifest
+    from nerservice.artifacts.ensemble_folder import LoadedEnsemble, save_ensemble
+    from nerservice.artifacts.formats import load_model, verify_manifest
 
     out = save_ensemble(tmp_path / "ens", [tiny_model_dir, contrary_member_dir], metrics={"test": {"micro": {"f1": 0.5}}})
     assert sorted(p.name for p in out.iterdir()) == ["ensemble.json", "lineage.json", "manifest.json",
@@ -128,7 +129,7 @@ def test_cli_ensemble_evaluates_and_writes_a_folder_evaluate_reads(tiny_model_di
 
 
 def test_background_xla_members_are_counted_and_agree_with_the_graph(tiny_ensemble_dir) -> None:
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     loaded = load_model(tiny_ensemble_dir)
     graph = loaded.predictor()

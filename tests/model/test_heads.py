@@ -61,7 +61,7 @@ def test_training_loss_of_a_sentence_is_its_heads_crf(head: int) -> None:
     from keras import ops
 
     from nerservice.multi.tagger import build_multi_tagger
-    from nerservice.text.features import encode_batch
+    from helpers import encode_batch
     from nerservice.text.vocab import Vocabulary
 
     vocabs = Vocabularies(words=Vocabulary(["aspirin", "causes", "asthma"]), chars=Vocabulary(list("aspirncuthm")),

@@ -38,7 +38,7 @@ def setup():
 
 
 def _encode(sentences, vocabs, config, tags=None):
-    from nerservice.text.features import encode_batch
+    from helpers import encode_batch
 
     return encode_batch(sentences, vocabs, max_word_length=config.max_word_length, tags=tags)
 

@@ -7,7 +7,7 @@ import pytest
 
 def test_background_xla_agrees_with_the_graph_and_takes_over(tiny_model_dir, demo_corpus) -> None:
     from nerservice.data import read_corpus
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
 
     loaded = load_model(tiny_model_dir)
     sents = [s.tokens for s in read_corpus(demo_corpus["test"]).sentences][:60]
@@ -32,7 +32,7 @@ def test_background_xla_agrees_with_the_graph_and_takes_over(tiny_model_dir, dem
 
 def test_bounded_shapes_pad_rows_and_keep_results(tiny_model_dir) -> None:
     """The bounded policy pads the batch axis (1, 2, 4, ... 32, then multiples of 32) with empty sentences."""
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.formats import load_model
     from nerservice.text.features import EncodedCorpus, ShapePolicy
 
     loaded = load_model(tiny_model_dir)

@@ -28,7 +28,7 @@ def multi_run(corpora_file: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 
 def test_each_corpus_learns_its_own_labels(multi_run: Path) -> None:
-    from nerservice.saved_model import MULTI, MULTI_FORMAT
+    from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
 
     best = multi_run / "model-best"
     manifest = json.loads((best / "manifest.json").read_text())
@@ -80,8 +80,8 @@ def test_predict_cli_gives_all_types(multi_run: Path, tmp_path: Path, capsys) ->
 
 def test_ensemble_of_multi_models(multi_run: Path, tmp_path: Path) -> None:
     from nerservice.inference import Extractor
-    from nerservice.saved_ensemble import save_ensemble
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.ensemble_folder import save_ensemble
+    from nerservice.artifacts.formats import load_model
 
     out = save_ensemble(tmp_path / "ens", [multi_run / "model-best", multi_run / "model-last"])
     ens = load_model(out)
@@ -107,7 +107,8 @@ def test_a_multi_folder_with_its_corpora_file_removed_does_not_load(multi_run: P
     import shutil
 
     from nerservice.errors import IntegrityError
-    from nerservice.saved_model import MULTI, load_model
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.layout import MULTI
 
     broken = tmp_path / "broken"
     shutil.copytree(multi_run / "model-best", broken)

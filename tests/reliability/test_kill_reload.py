@@ -24,7 +24,8 @@ TEXTS = ["Aspirin reduced the risk of colorectal adenoma in patients with famili
 
 @pytest.fixture(scope="module")
 def v2_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from nerservice.saved_model import MANIFEST, sha256_file
+    from nerservice.artifacts.files import sha256_file
+    from nerservice.artifacts.layout import MANIFEST
 
     d = tmp_path_factory.mktemp("kill-v2") / "model"
     shutil.copytree(tiny_model_dir, d)
@@ -56,7 +57,7 @@ def _wait_for(cond, what: str, timeout: float = 120.0) -> None:  # noqa: ANN001
 def test_sigkill_during_reload_then_restart_serves_a_complete_model(phase: str, tiny_model_dir: Path, v2_dir: Path,
                                                                     rel_token: str, tmp_path: Path) -> None:
     from nerservice.inference import Extractor
-    from nerservice.saved_model import verify_manifest
+    from nerservice.artifacts.formats import verify_manifest
     from nerservice.store import ModelStore
 
     store_dir = tmp_path / "store"

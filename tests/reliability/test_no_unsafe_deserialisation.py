@@ -1,6 +1,6 @@
 """No unsafe deserialisation in the package source: no pickle (or its relatives), no numpy pickles, no Keras
 unsafe mode, no yaml.load without SafeLoader, no eval/exec. A hit fails unless it is on ALLOWED with a
-written reason. Saved models are rebuilt from config JSON + an .h5 weights file (nerservice/saved_model.py),
+written reason. Saved models are rebuilt from config JSON + an .h5 weights file (nerservice/artifacts/model_folder.py),
 checkpoints are .npz read with allow_pickle=False."""
 from __future__ import annotations
 

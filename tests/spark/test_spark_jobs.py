@@ -85,7 +85,7 @@ def trained(spark_cluster, prepared, store_dir, tmp_path_factory):  # noqa: ANN0
 
 
 def test_two_workers_train_identical_weights_pinned_and_registered(trained, store_dir) -> None:  # noqa: ANN001
-    from nerservice.saved_model import verify_manifest
+    from nerservice.artifacts.formats import verify_manifest
     from nerservice.store import ModelStore
 
     out, summary = trained

@@ -6,7 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from nerservice.saved_model import MANIFEST, sha256_file
+from nerservice.artifacts.files import sha256_file
+from nerservice.artifacts.layout import MANIFEST
 
 
 def rewrite_manifest(model_dir: Path) -> None:

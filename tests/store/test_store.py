@@ -184,8 +184,9 @@ def test_register_refuses_bad_input(store, model_name, tiny_model_dir, tmp_path)
 
 def test_an_ensemble_registers_resolves_and_is_verified_member_by_member(store, model_name, tiny_ensemble_dir):
     from nerservice.inference import Extractor
-    from nerservice.saved_ensemble import LoadedEnsemble
-    from nerservice.saved_model import load_model, sha256_file
+    from nerservice.artifacts.ensemble_folder import LoadedEnsemble
+    from nerservice.artifacts.files import sha256_file
+    from nerservice.artifacts.formats import load_model
 
     version = store.register(tiny_ensemble_dir, model_name)
     resolved = store.resolve(f"{model_name}/{version}")

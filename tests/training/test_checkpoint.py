@@ -14,7 +14,7 @@ from helpers import tiny_model_config
 def setup():
     from nerservice.config import NerConfig
     from nerservice.demo_corpus import generate
-    from nerservice.text.features import encode_batch
+    from helpers import encode_batch
     from nerservice.training.trainer import build_vocabularies
 
     sents = generate(12, seed=4)

@@ -27,7 +27,7 @@ def test_tiny_training_learns_the_demo_corpus(tiny_training) -> None:
 
 
 def test_training_writes_best_last_checkpoint_history_and_plot(tiny_training) -> None:
-    from nerservice.saved_model import verify_manifest
+    from nerservice.artifacts.formats import verify_manifest
     from nerservice.training.checkpoint import has_checkpoint
 
     out = Path(tiny_training.out_dir)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nerservice.training.batching import bucketed_batches
+from nerservice.model.batching import bucketed_batches
 
 LENGTHS = np.random.default_rng(0).integers(1, 60, 203).tolist()
 
@@ -27,7 +27,7 @@ def test_seed_gives_the_same_batches_in_a_fresh_process() -> None:
     import subprocess
     import sys
 
-    code = ("from nerservice.training.batching import bucketed_batches; import numpy as np; "
+    code = ("from nerservice.model.batching import bucketed_batches; import numpy as np; "
             "L = np.random.default_rng(0).integers(1, 60, 203).tolist(); "
             "print([b.tolist() for b in bucketed_batches(L, batch_size=16, bucket_size=8, seed=5)])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -1,7 +1,7 @@
 """An ensemble of saved models as one directory that loads, serves and registers like a single model.
 
     ensemble.json       format, how members are combined, and each member's folder and manifest sha256
-    member-0/ ...       complete saved models (nerservice/saved_model.py), copied in, each with its manifest
+    member-0/ ...       complete saved models (model_folder.py), copied in, each with its manifest
     metrics.json        the ensemble's own dev/test evaluation (when corpora were given)
     lineage.json        where each member came from, and the members' lineages
     manifest.json       sha256 and size of the top-level files (ensemble.json pins each member's manifest)
@@ -19,14 +19,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from nerservice.artifacts.files import (check_files, read_json, read_manifest, sha256_file, staged, write_json,
+                                        write_manifest)
+from nerservice.artifacts.layout import ENSEMBLE, LINEAGE, MANIFEST, METRICS
+from nerservice.artifacts.layout import ENSEMBLE_FORMAT as FORMAT
+from nerservice.artifacts.model_folder import LoadedModel, load_model_folder, verify_model_folder
+from nerservice.config import NerConfig
 from nerservice.errors import IntegrityError, ModelLoadError
-from nerservice.saved_model import ENSEMBLE_FORMAT as FORMAT
-from nerservice.saved_model import (LINEAGE, MANIFEST, METRICS, check_files, load_model, read_json, sha256_file,
-                                    staged, verify_manifest, write_json, write_manifest)
+from nerservice.text.vocab import Vocabularies
 
-ENSEMBLE = "ensemble.json"
+if TYPE_CHECKING:
+    from nerservice.model.ensemble import EnsemblePredictor
+
 COMBINE = "mean-crf-scores"
 TOP_FILES = (ENSEMBLE, METRICS, LINEAGE)
 
@@ -40,38 +46,40 @@ class LoadedEnsemble:
     """The ``LoadedModel`` interface the Extractor, evaluate and the API use, over several members."""
 
     path: Path
-    members: list[Any]  # LoadedModel
+    members: list[LoadedModel]
     metrics: dict[str, Any] = field(default_factory=dict)
     lineage: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def config(self) -> Any:
+    def config(self) -> NerConfig:
         return self.members[0].config  # members may differ in anything but the tag set
 
     @property
-    def vocabs(self) -> Any:
+    def vocabs(self) -> Vocabularies:
         return self.members[0].vocabs  # the Extractor reads the tag labels from it
 
-    def predictor(self, **kwargs: Any) -> Any:
+    def predictor(self, **kwargs: Any) -> EnsemblePredictor:
         from nerservice.model.ensemble import EnsemblePredictor
 
         return EnsemblePredictor([m.predictor(**kwargs) for m in self.members])
 
 
 def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics: dict[str, Any] | None = None,
-                  sources: Sequence[str] | None = None, loaded: Sequence[Any] | None = None) -> Path:
+                  sources: Sequence[str] | None = None,
+                  loaded: Sequence[LoadedModel | LoadedEnsemble] | None = None) -> Path:
     """Copy ``members`` (saved model folders, verified first) into a new ensemble folder, written under a
     temporary name and renamed into place.  ``sources``: how to name each member in the lineage (e.g. the
     store reference it was resolved from); defaults to the folder paths.  ``loaded``: ``load_model`` of each
     member already done by the caller (verified), so it is not done twice."""
     if not members:
         raise ModelLoadError("an ensemble needs at least one member model", hint="pass two or more model folders")
-    if loaded is None:
-        loaded = [load_model(m) for m in members]  # verifies every member and that each one loads
-    nested = [str(members[i]) for i, m in enumerate(loaded) if isinstance(m, LoadedEnsemble)]
+    nested = [str(m) for i, m in enumerate(members)
+              if is_ensemble_dir(m) or (loaded is not None and isinstance(loaded[i], LoadedEnsemble))]
     if nested:
         raise ModelLoadError(f"{', '.join(nested)}: already an ensemble; pass its member models instead",
                              hint="an ensemble's members are single models")
+    if loaded is None:
+        loaded = [load_model_folder(m) for m in members]  # verifies every member and that each one loads
     tags = loaded[0].vocabs.tags.tags
     for i, m in enumerate(loaded[1:], start=1):
         if (other := m.vocabs.tags.tags) != tags:
@@ -114,19 +122,19 @@ def verify_ensemble(path: str | Path, manifest: dict[str, Any]) -> dict[str, Any
         if sha256_file(sub / MANIFEST) != m.get("manifest_sha256"):
             raise IntegrityError(f"{sub / MANIFEST}: checksum mismatch (member replaced or tampered with)",
                                  path=str(sub))
-        verify_manifest(sub)
+        verify_model_folder(sub, read_manifest(sub))  # members are single models (save_ensemble refuses nesting)
     return manifest
 
 
 def load_ensemble(path: str | Path, *, verify: bool = True) -> LoadedEnsemble:
     d = Path(path)
     if verify:
-        verify_manifest(d)  # dispatches to verify_ensemble
+        verify_ensemble(d, read_manifest(d))
     spec = read_json(d / ENSEMBLE)
     if not isinstance(spec, dict) or spec.get("format") != FORMAT or spec.get("combine") != COMBINE:
         raise ModelLoadError(f"{d / ENSEMBLE}: unsupported ensemble format or combination", path=str(d),
                              hint=f"this version reads {FORMAT} with combine={COMBINE!r}")
-    members = [load_model(d / m["dir"], verify=False) for m in spec["members"]]  # verified above
+    members = [load_model_folder(d / m["dir"], verify=False) for m in spec["members"]]  # verified above
     metrics = read_json(d / METRICS) if (d / METRICS).is_file() else {}
     lineage = read_json(d / LINEAGE) if (d / LINEAGE).is_file() else {}
     return LoadedEnsemble(d, members, metrics=metrics, lineage=lineage)

@@ -1,0 +1,41 @@
+"""The compiled inference forward pass, per backend: batch arrays → emissions (B, T, K) as NumPy.
+
+Its own module so that ``predictor.py`` (which chooses a forward pass) and ``xla_forward.py`` (which
+wraps this one) both import it without importing each other.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nerservice import backend as backends
+from nerservice.model.tagger import NerTagger
+from nerservice.text.inputs import INPUT_RANKS, model_inputs
+
+Forward = Callable[[dict[str, np.ndarray]], np.ndarray]
+
+
+def compile_forward(model: NerTagger, *, jit_compile: bool = False) -> Forward:
+    """Backend-specific compiled inference: emissions (B, T, K) as NumPy."""
+    backend = backends.current()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        fn = tf.function(lambda b: model(b, training=False), input_signature=[backends.tf_signature(INPUT_RANKS)],
+                         jit_compile=jit_compile)
+        return lambda batch: np.asarray(fn(model_inputs(batch)).numpy())
+    import jax
+
+    @jax.jit
+    def fwd(tv: Any, ntv: Any, batch: Any) -> Any:
+        out, _ = model.stateless_call(tv, ntv, batch, training=False)
+        return out
+
+    def run(batch: dict[str, np.ndarray]) -> np.ndarray:
+        tv = [v.value for v in model.trainable_variables]
+        ntv = [v.value for v in model.non_trainable_variables]
+        return np.asarray(fwd(tv, ntv, model_inputs(batch)))
+
+    return run

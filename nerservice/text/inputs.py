@@ -1,0 +1,29 @@
+"""The model's input arrays, named once.
+
+``text/features.py`` builds them, the tagger reads them, the compiled forward passes (``model/forward.py``,
+``model/xla_forward.py``) and the training steps declare their signatures from this table.  Every array
+is int32; the value is its rank (``None`` for every dimension in a TensorFlow signature):
+
+  token_ids  (B, T)  word ids (normalised lookup form), 0 = padding
+  lengths    (B,)    real tokens per sentence (0 for a padding sentence)
+  word_chars (U, C)  char ids of the *distinct* words of the batch, row 0 = the empty padding word
+  word_index (B, T)  row of ``word_chars`` for each token (0 at padding)
+  tag_ids    (B, T)  gold tags (training only), 0 at padding
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeVar
+
+INPUT_RANKS: Mapping[str, int] = {"token_ids": 2, "lengths": 1, "word_chars": 2, "word_index": 2}
+INPUT_NAMES: tuple[str, ...] = tuple(INPUT_RANKS)
+TAG_IDS = "tag_ids"
+TRAIN_RANKS: Mapping[str, int] = {**INPUT_RANKS, TAG_IDS: 2}
+TRAIN_NAMES: tuple[str, ...] = tuple(TRAIN_RANKS)
+
+V = TypeVar("V")
+
+
+def model_inputs(batch: Mapping[str, V]) -> dict[str, V]:
+    """Only the arrays the forward pass takes (a batch may carry tags and bookkeeping too)."""
+    return {k: batch[k] for k in INPUT_NAMES}

@@ -1,0 +1,24 @@
+"""Resuming a training run from its ``checkpoint`` folder (every entry point resumes the same way).
+
+``train()`` resumes itself when ``OUT/checkpoint`` holds a complete checkpoint; the distributed runner
+asks ``checkpoint_epoch`` first so that every worker agrees on the epoch it resumes from.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from nerservice.artifacts.layout import CHECKPOINT, STATE
+
+
+def checkpoint_epoch(checkpoint_dir: Path) -> int:
+    """The last completed epoch recorded in a checkpoint folder; 0 when there is none (or it is unreadable)."""
+    try:
+        return int(json.loads((checkpoint_dir / STATE).read_text(encoding="utf-8"))["epoch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+def run_checkpoint_epoch(out_dir: Path) -> int:
+    """``checkpoint_epoch`` of a run folder's ``checkpoint``."""
+    return checkpoint_epoch(Path(out_dir) / CHECKPOINT)
