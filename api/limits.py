@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect, Request
 
-from api.errors import validation_error
+from api.errors import PayloadTooLargeError, UnsupportedMediaTypeError, validation_error
 from api.schemas import ExtractRequest
 from api.settings import ApiSettings
-from nerservice.errors import PayloadTooLargeError, RequestError
+from nerservice.errors import RequestError
 
 
 @dataclass(frozen=True)
@@ -28,9 +28,20 @@ def _too_large(size: str, limit: int) -> PayloadTooLargeError:
                                 max=limit, hint="split the texts over several requests")
 
 
+def require_json(request: Request) -> None:
+    """Only ``application/json`` (any parameters, e.g. charset): ``text/plain`` and form types are what a
+    browser sends cross-origin without a CORS preflight, so accepting them would let any web page make a
+    visitor's browser post to this service."""
+    ctype = request.headers.get("content-type", "")
+    if ctype.split(";", 1)[0].strip().lower() != "application/json":
+        raise UnsupportedMediaTypeError(f"Content-Type must be application/json, got {ascii(ctype[:100])}",
+                                        hint="send the header 'Content-Type: application/json'")
+
+
 async def read_body(request: Request, *, limit: int) -> bytes:
     """The body, refused as soon as it is known to exceed ``limit``: from Content-Length before reading
-    anything, and by counting the streamed bytes (chunked uploads, or a Content-Length that lies)."""
+    anything, and by counting the streamed bytes (chunked uploads, or a Content-Length that lies). How long
+    the client may take to send it is bounded by the connection guard (api/server.py, body_timeout_s)."""
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
@@ -59,6 +70,8 @@ def parse_extract(body: bytes, settings: ApiSettings) -> ParsedExtract:
         raise RequestError(f"body is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except RecursionError:
         raise RequestError("body is not acceptable JSON (nested too deeply)") from None
+    except ValueError:  # e.g. an integer of more than 4300 digits (Python's int-from-string limit)
+        raise RequestError("body is not acceptable JSON (a number is too long)") from None
     if not isinstance(data, dict):
         raise RequestError(f'body must be a JSON object like {{"texts": [...]}}, got a JSON {_json_type(data)}')
     try:
@@ -69,7 +82,17 @@ def parse_extract(body: bytes, settings: ApiSettings) -> ParsedExtract:
         raise RequestError("send exactly one of 'texts' (a list of strings) or 'text' (a string)")
     texts = req.texts if req.texts is not None else [req.text]  # type: ignore[list-item]
     check_texts(texts, settings)
+    if req.model is not None and not _is_unicode(req.model):
+        raise RequestError("'model' is not valid Unicode (it holds a lone surrogate)", field="model")
     return ParsedExtract(texts=texts, model=req.model)
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a "\ud800" escape: not a character
+        return False
+    return True
 
 
 def check_texts(texts: list[str], settings: ApiSettings) -> None:
@@ -85,11 +108,8 @@ def check_texts(texts: list[str], settings: ApiSettings) -> None:
             raise PayloadTooLargeError(f"text {i} has {len(text)} characters; the limit is {settings.max_text_chars}",
                                        limit="NERSERVICE_API_MAX_TEXT_CHARS", max=settings.max_text_chars, index=i,
                                        hint="split long documents into parts")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:  # a lone surrogate from a "\ud800" escape: not a character
-            raise RequestError(f"text {i} is not valid Unicode (lone surrogate at offset {exc.start})",
-                               index=i) from None
+        if not _is_unicode(text):
+            raise RequestError(f"text {i} is not valid Unicode (it holds a lone surrogate)", index=i)
 
 
 def _json_type(value: object) -> str:

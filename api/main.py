@@ -1,7 +1,9 @@
-"""App factory and lifespan. ``uvicorn api.main:app`` serves ``app``, built from the environment.
+"""App factory and lifespan: ``create_app(settings)`` builds the service; ``nerservice serve`` runs it with
+``uvicorn.run(app)`` behind the connection guard (api/server.py).  ``uvicorn api.main:app`` also works:
+``app`` is built from the environment on first access (importing this module reads nothing).
 
-Importing this module reads settings only; the model is loaded in the lifespan, in the background, so the
-port opens at once: /healthz answers immediately and /readyz turns 200 when the model is in.
+The model is loaded in the lifespan, in the background, so the port opens at once: /healthz answers
+immediately and /readyz turns 200 when the model is in.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -21,7 +24,7 @@ from api.batching import Batcher
 from api.errors import install_error_handlers
 from api.metrics import ApiMetrics, MetricsMiddleware
 from api.model_slot import ModelSlot, ServedModel
-from api.routes import ROUTES, Service, build_router
+from api.routes import ROUTES, Service, extract_body_schema, router
 from api.settings import ApiSettings, load_settings
 from nerservice import __version__
 
@@ -54,8 +57,20 @@ def _offline_docs(app: FastAPI) -> None:
                                    swagger_favicon_url="/static/swagger-ui/favicon-32x32.png")
 
 
-def create_app(settings: ApiSettings | None = None) -> FastAPI:
-    settings = settings or load_settings()
+def _openapi_with_limits(app: FastAPI, settings: ApiSettings) -> None:
+    """The /v1/extract handler reads its body itself (byte limit first, 415 for other media types), so
+    FastAPI cannot derive the request body schema: put it in, with this server's limits."""
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            schema["paths"]["/v1/extract"]["post"]["requestBody"] = extract_body_schema(settings)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def create_app(settings: ApiSettings) -> FastAPI:
     metrics = ApiMetrics(ROUTES)
 
     @asynccontextmanager
@@ -86,7 +101,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
                   "micro-batching. Errors are JSON: {\"error\": {\"code\", \"message\"}}.")
     _offline_docs(app)
     install_error_handlers(app, retry_after_s=settings.retry_after_s)
-    app.include_router(build_router(settings))
+    app.include_router(router)
+    _openapi_with_limits(app, settings)
     if settings.cors_origins:  # off by default: the page is same-origin and needs no CORS
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_methods=["GET", "POST"],
                            allow_headers=["Content-Type", "Authorization"])
@@ -94,4 +110,14 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     return app
 
 
-app = create_app()
+_from_env: FastAPI | None = None
+
+
+def __getattr__(name: str) -> Any:
+    """``api.main.app`` for ``uvicorn api.main:app``: built from the environment on first access."""
+    global _from_env
+    if name != "app":
+        raise AttributeError(name)
+    if _from_env is None:
+        _from_env = create_app(load_settings())
+    return _from_env

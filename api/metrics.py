@@ -38,7 +38,12 @@ class ApiMetrics:
         self.rejected = Counter("nerservice_rejected_requests", "Requests refused with 429 (queue full)",
                                 registry=r)
         self.abandoned = Counter("nerservice_abandoned_requests",
-                                 "Queued requests skipped because their client went away", registry=r)
+                                 "Accepted requests dropped (unfinished) because their client went away", registry=r)
+        self.abandoned_tokens = Counter("nerservice_abandoned_tokens",
+                                        "Tokens of dropped requests that were never run", registry=r)
+        self.queued_tokens = Gauge("nerservice_queued_tokens", "Tokens of accepted work not run yet", registry=r)
+        self.request_tokens = Histogram("nerservice_request_tokens", "Tokens per accepted request",
+                                        buckets=(16, 64, 256, 1024, 4096, 16384, 65536, 262144), registry=r)
         self.model_info = Gauge("nerservice_model_info", "The served model (value 1)",
                                 ["name", "version", "source"], registry=r)
         self.model_loaded = Gauge("nerservice_model_loaded_timestamp_seconds", "When the model was loaded",

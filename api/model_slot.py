@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from api.errors import NotReadyError
 from api.settings import ApiSettings
 from nerservice.artifacts.layout import MANIFEST
-from nerservice.errors import ModelLoadError, NerServiceError, NotReadyError
+from nerservice.errors import ModelLoadError, NerServiceError
 
 log = logging.getLogger("nerservice.api")
 
@@ -85,9 +86,11 @@ class ServedModel:
                     *(f"{s.name}@{a}" for a in s.aliases)}
         return requested.strip() in accepted
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, *, paths: bool = False) -> dict[str, Any]:
+        """What GET /v1/models shows. ``paths=False`` (no admin token): no server file-system paths, i.e.
+        no folder, no folder reference, and absolute paths in the lineage replaced."""
         loaded = self.extractor.loaded
-        return {
+        out = {
             "name": self.name, "version": self.version, "ref": self.source.ref, "source": self.source.kind,
             "aliases": list(self.source.aliases), "path": str(self.source.path),
             "labels": list(self.extractor.labels),
@@ -95,6 +98,25 @@ class ServedModel:
             "manifest": self.manifest, "lineage": loaded.lineage,
             "loaded_at": self.loaded_at, "load_seconds": round(self.load_seconds, 3),
         }
+        if not paths:
+            del out["path"]
+            if self.source.kind != "store":
+                del out["ref"]
+            out["lineage"] = _without_paths(out["lineage"])
+        return out
+
+
+PATH_HIDDEN = "(a server path: shown with the admin token)"
+
+
+def _without_paths(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_paths(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_paths(v) for v in value]
+    if isinstance(value, str) and (value.startswith(("/", "~", "\\")) or (len(value) > 2 and value[1:3] == ":\\")):
+        return PATH_HIDDEN
+    return value
 
 
 def locate(ref: str) -> ModelSource:
@@ -139,6 +161,18 @@ class ModelSlot:
         self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nerservice-loader")
         self._release: asyncio.Task[None] | None = None
 
+    @property
+    def ref_is_path(self) -> bool:
+        """The configured reference names a folder (then it is a server path, not shown to the public)."""
+        if self.ref is None:
+            return False
+        if self.ref.startswith(("/", "./", "../", "~")):
+            return True
+        try:
+            return Path(self.ref).exists()
+        except OSError:  # e.g. ENAMETOOLONG
+            return False
+
     def require(self) -> ServedModel:
         model = self.current
         if model is None:
@@ -149,10 +183,12 @@ class ModelSlot:
         if self.ref is None:
             return NotReadyError("no model configured", hint="set NERSERVICE_API_MODEL to a model folder or "
                                  "a store reference such as demo@production")
+        # Not the reference itself when it is a folder: /readyz is public, server paths are not.
+        what = "the configured model folder" if self.ref_is_path else f"model {self.ref!r}"
         if self.state == "failed" and self.error is not None:
-            return NotReadyError(f"model {self.ref!r} failed to load: [{self.error.code}] {self.error.message}",
-                                 cause=self.error.code)
-        return NotReadyError(f"model {self.ref!r} is still loading")
+            return NotReadyError(f"{what} failed to load: [{self.error.code}]", cause=self.error.code,
+                                 hint="the server log and GET /v1/models with the admin token say why")
+        return NotReadyError(f"{what} is still loading")
 
     async def load_initial(self) -> None:
         try:

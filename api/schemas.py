@@ -5,6 +5,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
+MAX_MODEL_CHARS = 256  # longer than any reference we serve; bounds what a wrong name costs to check and echo
+
 
 class ExtractRequest(BaseModel):
     """Send ``texts`` (a list) or ``text`` (one string), not both."""
@@ -13,7 +15,7 @@ class ExtractRequest(BaseModel):
 
     texts: list[StrictStr] | None = Field(None, description="Texts to tag; each may hold many sentences.")
     text: StrictStr | None = Field(None, description="A single text (same as texts=[text]).")
-    model: StrictStr | None = Field(None, description="Optional: the model you expect (e.g. 'demo@production' "
+    model: StrictStr | None = Field(None, max_length=MAX_MODEL_CHARS, description="Optional: the model you expect (e.g. 'demo@production' "
                                     "or 'demo/3'); a request naming another model is refused with NER501.")
 
 
@@ -36,9 +38,11 @@ class ModelIdentity(BaseModel):
 
 class Timing(BaseModel):
     queue_ms: float = Field(description="Waiting for a batch slot")
-    inference_ms: float = Field(description="The model call for the whole batch this request was part of")
+    inference_ms: float = Field(description="The model calls of the batches this request was part of")
     total_ms: float = Field(description="Handler time, from receiving the body to answering")
-    batch_texts: int = Field(description="Texts in the batch this request ran in")
+    batch_texts: int = Field(description="Texts in the (first) batch this request ran in")
+    batches: int = Field(1, description="Micro-batches the request ran in: a large one is run in pieces "
+                         "with other requests in between")
 
 
 class ExtractResponse(BaseModel):
@@ -82,5 +86,8 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 _REASONS = {400: "Bad request (code NER600)", 401: "Missing or wrong admin token (NER602)",
-            404: "Unknown model (NER501)", 413: "Over a size limit (NER601)", 429: "Queue full (NER700)",
+            404: "Unknown model (NER501)", 408: "Body not sent in time (NER605)",
+            413: "Over a size limit (NER601) or more model work than one request may cause (NER603)",
+            415: "Content-Type is not application/json (NER604)",
+            429: "Queue full: too many requests or too many tokens waiting (NER700)",
             503: "No model loaded yet (NER701)", 500: "Model failed to load"}

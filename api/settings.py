@@ -14,13 +14,19 @@ import logging
 import os
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nerservice.errors import ConfigError
+from nerservice.prepared import Cost
 
 log = logging.getLogger("nerservice.api")
 ENV_PREFIX = "NERSERVICE_API_"
+# Budgets are set in tokens; the characters of distinct words the char encoder may run over are allowed at
+# this many per token. Measured with the default model (2 cores): ~60-100 us per token of punctuation,
+# plus ~5 us per distinct-word character, so a budget's worst case (every token a distinct word of 16+
+# characters) costs ~2x its punctuation case, never more.
+WORD_CHARS_PER_TOKEN = 16
 
 
 class ApiSettings(BaseSettings):
@@ -47,13 +53,25 @@ class ApiSettings(BaseSettings):
     # Raising it: a single text costs ~1 ms of inference per 40 characters here, during which the requests
     # batched with it wait too.
     max_text_chars: int = Field(20_000, ge=1)
+    # Model work one request may cause, in tokens (and 16 distinct-word characters per token): a request
+    # over it gets 413 NER603 before it is queued. The sizes above bound bytes, not work: 512 KiB of
+    # punctuation is ~500k tokens. Raising it: more of the queue's token budget one client can take;
+    # 65536 tokens is ~4-7 s of the default model's time on 2 cores, run in pieces between other requests.
+    max_request_tokens: int = Field(65_536, ge=1)
+    # A request's work goes to the model in pieces of at most this many tokens, one piece per request per
+    # micro-batch, so other requests run between the pieces of a large one. Raising it: fewer, fuller model
+    # calls for large requests, and a longer wait (~80 us per token here) for the requests behind a piece.
+    max_piece_tokens: int = Field(2048, ge=1)
+    # Tokens of accepted, not yet tagged work the queue may hold; beyond it the service answers 429 NER700.
+    # It bounds how long anything can wait: at ~80 us per token, 262144 tokens is ~20 s of model time.
+    max_queue_tokens: int = Field(262_144, ge=1)
 
     # --- batching ------------------------------------------------------------------------------------
     # Texts combined into one model call. Raising it: higher throughput only until the model saturates
     # (16-64 on 2 cores), then only latency grows. 1 disables batching.
     max_batch_texts: int = Field(64, ge=1)
     # Tokens combined into one model call. Raising it: more activation memory per call (~tokens x 4 KiB
-    # for the default model) and longer waits for the requests of one batch.
+    # for the default model) and longer waits for the requests of one batch (8192 tokens: ~0.5-1 s here).
     max_batch_tokens: int = Field(8192, ge=1)
     # How long the first request of a batch may wait for company when the queue is empty. Raising it adds
     # up to that much latency at low load in exchange for fuller batches at medium load.
@@ -91,11 +109,46 @@ class ApiSettings(BaseSettings):
     # stall other clients for longer; lowering it: more thread hops (~50 us each).
     count_tokens_inline_chars: int = Field(4096, ge=0)
 
+    # --- HTTP connections (applied by `nerservice serve`, api/server.py) -------------------------------
+    # Open connections; one more is closed at once (after a 503). Each holds a file descriptor and ~100 KiB
+    # of buffers. Above the 500 concurrent clients the 429 backpressure is tested with.
+    max_connections: int = Field(1024, ge=1)
+    # Seconds a client has to send a request's headers (from connecting, or from its first byte on a
+    # kept-alive connection); a slow or silent client is disconnected, so idle sockets cannot pile up.
+    header_timeout_s: float = Field(10.0, gt=0)
+    # Seconds a client has to send the whole body once the headers are in (512 KiB at 20 KiB/s fits).
+    body_timeout_s: float = Field(30.0, gt=0)
+    # Seconds an idle kept-alive connection stays open between requests.
+    keep_alive_s: float = Field(5.0, gt=0)
+
     # --- HTTP ----------------------------------------------------------------------------------------
     # Origins allowed by CORS; empty = no CORS headers at all (the page is served from the same origin).
     cors_origins: list[str] = Field(default_factory=list)
     # Run one extraction on a fixed text right after loading, so the first client does not pay for tracing.
     warmup: bool = True
+
+    @model_validator(mode="after")
+    def _budgets_nest(self) -> "ApiSettings":
+        if self.max_queue_tokens < self.max_request_tokens:
+            raise ValueError(f"max_queue_tokens ({self.max_queue_tokens}) must be >= max_request_tokens "
+                             f"({self.max_request_tokens}): a request the queue can never hold would wait forever")
+        return self
+
+    @staticmethod
+    def _budget(tokens: int) -> Cost:
+        return Cost(tokens, tokens * WORD_CHARS_PER_TOKEN)
+
+    @property
+    def request_budget(self) -> Cost:
+        return self._budget(self.max_request_tokens)
+
+    @property
+    def piece_budget(self) -> Cost:
+        return self._budget(min(self.max_piece_tokens, self.max_batch_tokens))
+
+    @property
+    def batch_budget(self) -> Cost:
+        return self._budget(self.max_batch_tokens)
 
 
 NOT_SETTINGS = frozenset({"NERSERVICE_API_IMAGE"})  # docker-compose interpolation, not a server setting

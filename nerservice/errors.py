@@ -2,8 +2,8 @@
 
 Every error carries a stable ``code`` (documented in ERRORS below), a human message that names the bad
 value and, where we know it, the fix, plus structured ``context`` so callers (the API, Spark quarantine
-reports) can render it without parsing the message.  ``http_status`` lets the API map any error to a
-status code in one place.
+reports) can render it without parsing the message.  HTTP statuses are the API's business: api/errors.py
+maps codes to them (and defines the few errors only the service raises).
 """
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from typing import Any
 
 
 class NerServiceError(Exception):
-    """Base class. Subclasses set ``code`` and ``http_status``."""
+    """Base class. Subclasses set ``code``."""
 
     code: str = "NER000"
-    http_status: int = 500
 
     def __init__(self, message: str, *, hint: str | None = None, **context: Any) -> None:
         self.message = message
@@ -40,7 +39,7 @@ def _jsonable(v: Any) -> bool:
 
 # --- configuration -----------------------------------------------------------------------------------
 class ConfigError(NerServiceError):
-    code, http_status = "NER100", 400
+    code = "NER100"
 
 
 class CorporaConfigError(ConfigError):
@@ -69,7 +68,7 @@ class LabelMapError(CorporaConfigError):
 
 # --- corpora -----------------------------------------------------------------------------------------
 class CorpusError(NerServiceError):
-    code, http_status = "NER200", 400
+    code = "NER200"
 
 
 class CorpusFormatError(CorpusError):
@@ -125,12 +124,12 @@ class AnnotationError(CorpusError):
 
 # --- embeddings --------------------------------------------------------------------------------------
 class EmbeddingsError(NerServiceError):
-    code, http_status = "NER300", 400
+    code = "NER300"
 
 
 # --- models ------------------------------------------------------------------------------------------
 class ModelError(NerServiceError):
-    code, http_status = "NER400", 500
+    code = "NER400"
 
 
 class ModelLoadError(ModelError):
@@ -139,51 +138,35 @@ class ModelLoadError(ModelError):
 
 # --- model store -------------------------------------------------------------------------------------
 class StoreError(NerServiceError):
-    code, http_status = "NER500", 500
+    code = "NER500"
 
 
 class ModelNotFoundError(StoreError):
-    code, http_status = "NER501", 404
+    code = "NER501"
 
 
 class IntegrityError(StoreError):
     """A stored artifact does not match its recorded checksum (tampered or truncated)."""
 
-    code, http_status = "NER502", 500
+    code = "NER502"
 
 
 class InvalidModelRefError(StoreError):
-    code, http_status = "NER503", 400
+    code = "NER503"
 
 
 class PromotionRefusedError(StoreError):
-    code, http_status = "NER504", 409
+    code = "NER504"
 
 
-# --- serving -----------------------------------------------------------------------------------------
+# --- requests (the API adds its own subclasses, NER601.. and NER7xx, in api/errors.py) ------------------
 class RequestError(NerServiceError):
-    code, http_status = "NER600", 400
-
-
-class PayloadTooLargeError(RequestError):
-    code, http_status = "NER601", 413
-
-
-class UnauthorizedError(RequestError):
-    code, http_status = "NER602", 401
-
-
-class OverloadedError(NerServiceError):
-    code, http_status = "NER700", 429
-
-
-class NotReadyError(NerServiceError):
-    code, http_status = "NER701", 503
+    code = "NER600"
 
 
 # --- distributed training ----------------------------------------------------------------------------
 class DistributedError(NerServiceError):
-    code, http_status = "NER800", 500
+    code = "NER800"
 
 
 ERRORS: dict[str, type[NerServiceError]] = {
@@ -193,7 +176,6 @@ ERRORS: dict[str, type[NerServiceError]] = {
         EmptyLabelSetError, LabelMapError, CorpusError, CorpusFormatError, CorpusEncodingError, EmptyCorpusError,
         DocumentFormatError, AnnotationError,
         EmbeddingsError, ModelError, ModelLoadError, StoreError, ModelNotFoundError, IntegrityError,
-        InvalidModelRefError, PromotionRefusedError, RequestError, PayloadTooLargeError, UnauthorizedError,
-        OverloadedError, NotReadyError, DistributedError,
+        InvalidModelRefError, PromotionRefusedError, RequestError, DistributedError,
     ]
 }

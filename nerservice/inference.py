@@ -4,6 +4,12 @@ One class serves the REST API, Spark batch inference and the CLI, so they cannot
 into sentences and tokenised with offsets; all sentences of all texts are tagged together in
 length-bucketed batches; decoded IOB2 spans are mapped back to character offsets.  An entity's score is
 the mean CRF marginal probability of its tags (1.0 = the model is certain of every token's tag).
+
+Two steps for callers that schedule the work (the REST batcher): ``prepare(texts)`` tokenises (no weights,
+any thread) and says what tagging will cost; ``run(pieces)`` tags one or more prepared pieces in one go.
+A ``Prepared`` can be cut at sentence boundaries (``split``) so one large request runs as several model
+calls with other requests' work in between (``nerservice/prepared.py``).  ``extract(texts)`` is the two
+in one.
 """
 from __future__ import annotations
 
@@ -12,9 +18,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nerservice.data.schemes import spans
 from nerservice.artifacts.formats import LoadedArtifact, load_model
+from nerservice.data.schemes import spans
+from nerservice.prepared import Cost, Prepared
 from nerservice.text.sentences import tokenize_sentences
+from nerservice.text.tokenizer import Token
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class Extractor:
         API keeps it off by default, see api/settings.py ``xla``)."""
         self.loaded = loaded
         self.max_sentence_tokens = max_sentence_tokens
+        self.max_word_length = int(loaded.config.model.max_word_length)
         self.with_scores = with_scores
         self.predictor = loaded.predictor(batch_size=batch_size, token_budget=token_budget, jit_compile=jit_compile)
 
@@ -53,18 +62,33 @@ class Extractor:
     def labels(self) -> list[str]:
         return self.loaded.vocabs.tags.labels
 
-    def extract(self, texts: Sequence[str], *, sentences: Sequence[Sequence[Any]] | None = None) -> list[list[Entity]]:
-        """Entities per text, in order of appearance.  ``sentences``: the texts already split by
-        ``tokenize(texts)`` (the API tokenises once to count tokens and hands the result on)."""
-        per_text = sentences if sentences is not None else self.tokenize(texts)
-        flat = [(i, sent) for i, sents in enumerate(per_text) for sent in sents]
-        tagged = self.predictor.tag([[tok.text for tok in sent] for _, sent in flat], with_scores=self.with_scores)
-        out: list[list[Entity]] = [[] for _ in texts]
-        for (i, sent), result in zip(flat, tagged):
+    def extract(self, texts: Sequence[str]) -> list[list[Entity]]:
+        """Entities per text, in order of appearance."""
+        return self.run([self.prepare(texts)])[0]
+
+    def prepare(self, texts: Sequence[str]) -> Prepared:
+        """Tokenise and cost ``texts``; depends on no weights (a model swapped in later runs it as is)."""
+        max_len = self.max_word_length
+        sentences: list[tuple[int, tuple[Token, ...]]] = []
+        costs: list[Cost] = []
+        for i, sents in enumerate(self.tokenize(texts)):
+            for sent in sents:
+                sentences.append((i, tuple(sent)))
+                costs.append(Cost(len(sent), sum(min(len(w), max_len) for w in {t.text for t in sent})))
+        return Prepared(tuple(texts), tuple(sentences), tuple(costs))
+
+    def run(self, pieces: Sequence[Prepared]) -> list[list[list[Entity]]]:
+        """Entities per text of each piece (texts a piece holds no sentence of get none), all pieces'
+        sentences tagged together."""
+        flat = [(p, i, sent) for p, piece in enumerate(pieces) for i, sent in piece.sentences]
+        tagged = self.predictor.tag([[tok.text for tok in sent] for _, _, sent in flat], with_scores=self.with_scores)
+        out: list[list[list[Entity]]] = [[[] for _ in piece.texts] for piece in pieces]
+        for (p, i, sent), result in zip(flat, tagged):
+            text = pieces[p].texts[i]
             for s, e, label in spans(result.tags):
                 start, end = sent[s].start, sent[e - 1].end
                 score = sum(result.scores[s:e]) / (e - s)
-                out[i].append(Entity(start, end, label, texts[i][start:end], round(float(score), 6)))
+                out[p][i].append(Entity(start, end, label, text[start:end], round(float(score), 6)))
         return out
 
     def extract_one(self, text: str) -> list[Entity]:

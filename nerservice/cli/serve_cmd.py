@@ -1,8 +1,8 @@
-"""nerservice serve — the REST service (``api.main:app``) under uvicorn."""
+"""nerservice serve — the REST service (``api.main.create_app``) under uvicorn, behind the connection
+guard of api/server.py."""
 from __future__ import annotations
 
 import argparse
-import os
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -11,7 +11,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "/healthz, /readyz, /metrics. Limits and batching are settings read from NERSERVICE_API_* "
                        "environment variables (see api/settings.py).")
     p.add_argument("--model", help="model folder, training output folder or store reference such as "
-                   "demo@production (sets NERSERVICE_API_MODEL; default: that variable)")
+                   "demo@production (overrides NERSERVICE_API_MODEL; default: that variable)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; "
                    "0.0.0.0 only inside a container)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
@@ -23,15 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
+    from api.server import serve
     from api.settings import load_settings
 
-    if args.model:
-        os.environ["NERSERVICE_API_MODEL"] = args.model
-    load_settings()  # fail here with a coded error, not inside uvicorn's import of the app
-    # One process: the model is loaded once and its single inference thread owns the CPU cores;
-    # more uvicorn workers would each load a copy and fight over the same cores.
-    uvicorn.run("api.main:app", host=args.host, port=args.port, log_level=args.log_level,
-                access_log=args.access_log, workers=1, timeout_graceful_shutdown=10)
+    settings = load_settings(**({"model": args.model} if args.model else {}))  # a coded error, not a traceback
+    serve(settings, host=args.host, port=args.port, log_level=args.log_level, access_log=args.access_log)
     return 0

@@ -1,5 +1,6 @@
 """Fixtures for the REST service tests: the main server (``nerservice serve`` on the tiny model) and the
-in-process Extractor its answers are compared with."""
+in-process Extractor its answers are compared with; for the fast tier, a random-weight model (built in
+about a second, no training) and the app on it through FastAPI's TestClient."""
 from __future__ import annotations
 
 import secrets
@@ -50,3 +51,37 @@ def demo_texts(demo_corpus: dict[str, Path]) -> list[str]:
     multi = ["  " + "\n".join(sents[i:i + 3]) + "  " for i in range(0, min(len(sents), 30), 3)]
     return sents[:40] + multi
 
+
+
+RANDOM_WORDS = "patients with colorectal cancer took aspirin and developed asthma after cisplatin therapy .".split()
+
+
+def build_random_model(out: Path, *, seed: int = 7) -> Path:
+    """A tagger with random weights (Disease/Chemical tags), saved through the library's save function:
+    a real model folder, answers arbitrary but deterministic."""
+    from helpers import tiny_model_config
+
+    from nerservice.config import NerConfig
+    from nerservice.data import Sentence
+    from nerservice.model.tagger import build_tagger
+    from nerservice.saved_model import save_model
+    from nerservice.training.trainer import build_vocabularies
+
+    tags = ["O", "O", "B-Disease", "I-Disease", "O", "B-Chemical", "O", "O", "B-Disease", "O", "B-Chemical", "O", "O"]
+    vocabs = build_vocabularies([Sentence(tuple(RANDOM_WORDS), tuple(tags))])
+    config = NerConfig().model_copy(update={"model": tiny_model_config(max_word_length=24)})
+    model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
+                         n_tags=len(vocabs.tags), seed=seed)
+    return save_model(out, model=model, vocabs=vocabs, config=config, metrics={"dev": {"f1": 0.0}})
+
+
+@pytest.fixture(scope="session")
+def random_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_random_model(tmp_path_factory.mktemp("random-model") / "random")
+
+
+@pytest.fixture(scope="session")
+def random_extractor(random_model_dir: Path):
+    from nerservice.inference import Extractor
+
+    return Extractor.load(random_model_dir)

@@ -58,11 +58,12 @@ def test_unicode_and_empty_texts(api_server, tiny_extractor) -> None:
         assert_same_entities(res["entities"], w)
 
 
-def test_model_identity_timing_and_model_field(api_server, tiny_model_dir) -> None:
-    models = httpx.get(api_server.url + "/v1/models").json()
+def test_model_identity_timing_and_model_field(api_server, tiny_model_dir, admin_token: str) -> None:
+    models = httpx.get(api_server.url + "/v1/models", headers={"Authorization": f"Bearer {admin_token}"}).json()
     assert models["state"] == "ready"
     info = models["model"]
     assert info["source"] == "directory" and info["path"] == str(tiny_model_dir)
+    assert str(tiny_model_dir) not in httpx.get(api_server.url + "/v1/models").text  # paths: admin only
     assert "files" in info["manifest"] and "dev" in info["metrics"]
     assert set(info["labels"]) >= {"Disease", "Chemical"}
     name, version = info["name"], info["version"]

@@ -88,7 +88,7 @@ def test_sigkill_during_reload_then_restart_serves_a_complete_model(phase: str, 
     try:
         assert httpx.get(second.url + "/readyz").json() == {"status": "ready",
                                                             "model": {"name": "demo", "version": str(v2)}}
-        info = httpx.get(second.url + "/v1/models").json()["model"]
+        info = httpx.get(second.url + "/v1/models", headers={"Authorization": f"Bearer {rel_token}"}).json()["model"]
         verify_manifest(info["path"])  # the copy it serves is whole: every file, every checksum
         assert "padding.bin" in os.listdir(info["path"])
         r = httpx.post(second.url + "/v1/extract", json={"texts": TEXTS}, timeout=60)

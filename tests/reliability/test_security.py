@@ -6,6 +6,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -90,16 +91,21 @@ def test_require_admin_in_process() -> None:
     """Unset and empty tokens both disable the admin endpoints, whatever the request sends."""
     from fastapi.security import HTTPAuthorizationCredentials
 
-    from api.routes import _require_admin
+    from types import SimpleNamespace
+
+    from api.errors import UnauthorizedError
+    from api.routes import require_admin
     from api.settings import ApiSettings
-    from nerservice.errors import UnauthorizedError
+
+    def svc(settings: ApiSettings) -> Any:
+        return SimpleNamespace(settings=settings)  # require_admin reads only the settings of the service
 
     empty = HTTPAuthorizationCredentials(scheme="Bearer", credentials="")
     for settings in (ApiSettings(), ApiSettings(admin_token=""), ApiSettings(admin_token="s3cret")):
         for creds in (None, empty):
             with pytest.raises(UnauthorizedError):
-                _require_admin(settings, creds)
-    _require_admin(ApiSettings(admin_token="s3cret"), HTTPAuthorizationCredentials(scheme="Bearer", credentials="s3cret"))
+                require_admin(svc(settings), creds)
+    require_admin(svc(ApiSettings(admin_token="s3cret")), HTTPAuthorizationCredentials(scheme="Bearer", credentials="s3cret"))
 
 
 def test_empty_configured_token_disables_admin(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -222,7 +228,9 @@ def test_no_token_or_request_text_in_the_log(rel_server: Server, rel_token: str)
     assert httpx.post(url + "/v1/extract", json={"texts": [SECRET_TEXT, 7]}).status_code == 400
     assert httpx.post(url + "/v1/extract", json={"text": SECRET_TEXT, "model": SECRET_TEXT}).status_code == 404
     assert httpx.post(url + "/v1/extract", json={"text": SECRET_TEXT * 100}).status_code == 413
-    assert httpx.post(url + "/v1/extract", content=SECRET_TEXT.encode()).status_code == 400
+    assert httpx.post(url + "/v1/extract", content=SECRET_TEXT.encode()).status_code == 415  # no JSON type
+    assert httpx.post(url + "/v1/extract", content=SECRET_TEXT.encode(), headers={"content-type": "application/json"}
+                      ).status_code == 400
     assert httpx.post(url + RELOAD, headers=auth, timeout=120).status_code == 200
     assert httpx.post(url + RELOAD, headers={"Authorization": f"Bearer {rel_token}zz"}).status_code == 401
     assert httpx.get(url + f"/nowhere/{SECRET_TEXT}", headers=auth).status_code == 404
