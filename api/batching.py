@@ -23,6 +23,7 @@ runs on a single dedicated thread; batching, not more threads, gives the through
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections import deque
@@ -149,10 +150,11 @@ class Batcher:
 
     async def prepare(self, served: ServedModel, texts: Sequence[str]) -> Prepared:
         """Tokenise and cost (inline when small, else on the tokenising threads: the event loop keeps
-        answering other clients meanwhile)."""
+        answering other clients meanwhile), stopping as soon as a request is over its budget."""
+        prepare = functools.partial(served.extractor.prepare, texts, budget=self.settings.request_budget)
         if sum(map(len, texts)) <= self.settings.count_tokens_inline_chars:
-            return served.extractor.prepare(texts)
-        return await asyncio.get_running_loop().run_in_executor(self._prepare_pool, served.extractor.prepare, texts)
+            return prepare()
+        return await asyncio.get_running_loop().run_in_executor(self._prepare_pool, prepare)
 
     async def submit(self, texts: Sequence[str], *, served: ServedModel, model: str | None = None) -> Job:
         """Prepare and queue a request for ``served`` (the handler's one ``slot.require()``); raises at
@@ -162,14 +164,14 @@ class Batcher:
         prepared = await self.prepare(served, texts)
         cost = prepared.cost
         request_budget = s.request_budget
-        if not cost.within(request_budget):
-            what = ("tokens", cost.tokens, request_budget.tokens, "NERSERVICE_API_MAX_REQUEST_TOKENS")
+        if prepared.over_budget or not cost.within(request_budget):
+            what = ("tokens", cost.tokens, request_budget.tokens)
             if cost.tokens <= request_budget.tokens:
-                what = ("characters of distinct words", cost.word_chars, request_budget.word_chars,
-                        "NERSERVICE_API_MAX_REQUEST_TOKENS")
+                what = ("characters of distinct words", cost.word_chars, request_budget.word_chars)
+            at_least = "at least " if prepared.over_budget else ""
             raise RequestTooCostlyError(
-                f"the request has {what[1]} {what[0]}; one request may have at most {what[2]}",
-                limit=what[3], max=what[2], got=what[1],
+                f"the request has {at_least}{what[1]} {what[0]}; one request may have at most {what[2]}",
+                limit="NERSERVICE_API_MAX_REQUEST_TOKENS", max=what[2], got=what[1],
                 hint="split the texts over several requests (punctuation and symbols count one token each)")
         self._check_room(cost.tokens)
         job = Job(prepared.split(s.piece_budget), model, served, asyncio.get_running_loop().create_future())

@@ -66,20 +66,29 @@ class Extractor:
         """Entities per text, in order of appearance."""
         return self.run([self.prepare(texts)])[0]
 
-    def prepare(self, texts: Sequence[str]) -> Prepared:
-        """Tokenise and cost ``texts``; depends on no weights (a model swapped in later runs it as is)."""
+    def prepare(self, texts: Sequence[str], *, budget: Cost | None = None) -> Prepared:
+        """Tokenise and cost ``texts``; depends on no weights (a model swapped in later runs it as is).
+        With a ``budget``, tokenising stops at the first text that takes the cost past it: the result is
+        then ``over_budget`` (its cost a lower bound) and must not be run."""
         max_len = self.max_word_length
         sentences: list[tuple[int, tuple[Token, ...]]] = []
         costs: list[Cost] = []
-        for i, sents in enumerate(self.tokenize(texts)):
-            for sent in sents:
+        tokens = word_chars = 0
+        for i, text in enumerate(texts):
+            for sent in tokenize_sentences(text, max_tokens=self.max_sentence_tokens):
+                cost = Cost(len(sent), sum(min(len(w), max_len) for w in {t.text for t in sent}))
                 sentences.append((i, tuple(sent)))
-                costs.append(Cost(len(sent), sum(min(len(w), max_len) for w in {t.text for t in sent})))
+                costs.append(cost)
+                tokens, word_chars = tokens + cost.tokens, word_chars + cost.word_chars
+            if budget is not None and not Cost(tokens, word_chars).within(budget):
+                return Prepared(tuple(texts), tuple(sentences), tuple(costs), over_budget=True)
         return Prepared(tuple(texts), tuple(sentences), tuple(costs))
 
     def run(self, pieces: Sequence[Prepared]) -> list[list[list[Entity]]]:
         """Entities per text of each piece (texts a piece holds no sentence of get none), all pieces'
         sentences tagged together."""
+        if any(p.over_budget for p in pieces):
+            raise ValueError("a Prepared made over its budget holds only some of its texts' sentences")
         flat = [(p, i, sent) for p, piece in enumerate(pieces) for i, sent in piece.sentences]
         tagged = self.predictor.tag([[tok.text for tok in sent] for _, _, sent in flat], with_scores=self.with_scores)
         out: list[list[list[Entity]]] = [[[] for _ in piece.texts] for piece in pieces]

@@ -38,6 +38,7 @@ class Prepared:
     texts: tuple[str, ...]
     sentences: tuple[tuple[int, tuple[Token, ...]], ...]
     costs: tuple[Cost, ...]  # one per sentence
+    over_budget: bool = False  # tokenising stopped early (``prepare(budget=...)``): not all sentences are here
 
     @property
     def cost(self) -> Cost:

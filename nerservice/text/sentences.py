@@ -36,9 +36,12 @@ _CLOSERS = "\"'”’»)]}"
 _OPENERS = "\"'“‘«([{"
 _PARAGRAPH_RE = re.compile(r"\n[^\S\n]*\n|\u2029")
 # One pass finds both kinds of candidate; the terminator's lookahead keeps the whitespace unconsumed so a
-# blank line right after a rejected terminator is still seen by the paragraph branch.
+# blank line right after a rejected terminator is still seen by the paragraph branch. A terminator run is
+# only tried from its first character (the lookbehind): tried from every character of a run with no
+# whitespace after it, the scan was quadratic, ~4 s for one 8,000-character text of "!?" (a request could
+# hold the service that way); a later start in the same run can never match where the first did not.
 _CANDIDATE_RE = re.compile(
-    rf"(?P<term>[.!?]+[{re.escape(_CLOSERS)}]*)(?=\s+(?P<next>\S))|(?P<para>{_PARAGRAPH_RE.pattern})"
+    rf"(?<![.!?])(?P<term>[.!?]+[{re.escape(_CLOSERS)}]*)(?=\s+(?P<next>\S))|(?P<para>{_PARAGRAPH_RE.pattern})"
 )
 _DOTTED_RE = re.compile(r"(?:[^\W\d_]\.)+[^\W\d_]")  # i.v / p.o / U.S (the final dot is the terminator)
 _LAST_WORD_RE = re.compile(r"(\S*)\Z")

@@ -53,30 +53,10 @@ def demo_texts(demo_corpus: dict[str, Path]) -> list[str]:
 
 
 
-RANDOM_WORDS = "patients with colorectal cancer took aspirin and developed asthma after cisplatin therapy .".split()
-
-
-def build_random_model(out: Path, *, seed: int = 7) -> Path:
-    """A tagger with random weights (Disease/Chemical tags), saved through the library's save function:
-    a real model folder, answers arbitrary but deterministic."""
-    from helpers import tiny_model_config
-
-    from nerservice.config import NerConfig
-    from nerservice.data import Sentence
-    from nerservice.model.tagger import build_tagger
-    from nerservice.saved_model import save_model
-    from nerservice.training.trainer import build_vocabularies
-
-    tags = ["O", "O", "B-Disease", "I-Disease", "O", "B-Chemical", "O", "O", "B-Disease", "O", "B-Chemical", "O", "O"]
-    vocabs = build_vocabularies([Sentence(tuple(RANDOM_WORDS), tuple(tags))])
-    config = NerConfig().model_copy(update={"model": tiny_model_config(max_word_length=24)})
-    model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
-                         n_tags=len(vocabs.tags), seed=seed)
-    return save_model(out, model=model, vocabs=vocabs, config=config, metrics={"dev": {"f1": 0.0}})
-
-
 @pytest.fixture(scope="session")
 def random_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from random_model import build_random_model
+
     return build_random_model(tmp_path_factory.mktemp("random-model") / "random")
 
 

@@ -158,7 +158,7 @@ def test_a_reload_between_pieces_restarts_the_request_on_the_new_model(random_mo
     texts = ["Patients with cancer took aspirin . " * 20] * 3
 
     async def body(batcher: Batcher, slot: ModelSlot, metrics: ApiMetrics) -> tuple[Any, str]:
-        from conftest import build_random_model
+        from random_model import build_random_model
 
         job = await batcher.submit(texts, served=slot.require(), model=slot.require().name)
         assert len(job.pieces) >= 4

@@ -1,0 +1,31 @@
+"""Random-weight models for the fast tiers: built and saved in about a second, no training.
+
+Top-level module (like ``helpers``): pytest puts ``tests/`` on sys.path through tests/conftest.py."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+WORDS = "patients with colorectal cancer took aspirin and developed asthma after cisplatin therapy .".split()
+TAGS = ["O", "O", "B-Disease", "I-Disease", "O", "B-Chemical", "O", "O", "B-Disease", "O", "B-Chemical", "O", "O"]
+
+
+def build_random_model(out: Path, *, seed: int = 7, full_size: bool = False, **model_overrides: Any) -> Path:
+    """A tagger with random weights (Disease/Chemical tags), saved through the library's save function:
+    a real model folder whose answers are arbitrary but deterministic. ``full_size``: the default
+    architecture (what a served model costs per token) instead of a tiny one."""
+    from helpers import tiny_model_config
+
+    from nerservice.config import ModelConfig, NerConfig
+    from nerservice.data import Sentence
+    from nerservice.model.tagger import build_tagger
+    from nerservice.saved_model import save_model
+    from nerservice.training.trainer import build_vocabularies
+
+    vocabs = build_vocabularies([Sentence(tuple(WORDS), tuple(TAGS))])
+    model_config = (ModelConfig(**model_overrides) if full_size
+                    else tiny_model_config(**{"max_word_length": 24, **model_overrides}))
+    config = NerConfig().model_copy(update={"model": model_config})
+    model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
+                         n_tags=len(vocabs.tags), seed=seed)
+    return save_model(out, model=model, vocabs=vocabs, config=config, metrics={"dev": {"f1": 0.0}})
