@@ -83,8 +83,9 @@ def _blocks(lines: list[str], *, source: str, fmt: Format, bad: dict[int, str]) 
         if tsv:
             parts = line.split("\t")
             if len(parts) != 2:
-                block.error = fail(number, line, "2 tab-separated columns, token<TAB>tag (use fmt='conll' for "
-                                   "multi-column files)", f"{len(parts)} tab-separated column(s)")
+                block.error = fail(number, line, "2 tab-separated columns, token<TAB>tag (for multi-column "
+                                   "files pass --format conll; fmt='conll' in Python)",
+                                   f"{len(parts)} tab-separated column(s)")
                 continue
             token, tag = parts[0].strip(" "), parts[1].strip(" ")
             if not token:

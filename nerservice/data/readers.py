@@ -18,7 +18,7 @@ from typing import Literal, Sequence
 from nerservice.data.utf8_lines import decode_lines, split_text
 from nerservice.data.parsing import check_args, parse_lines
 from nerservice.data.report import Corpus, ReadReport, SkippedSentence
-from nerservice.errors import CorpusError
+from nerservice.errors import CorpusEncodingError, CorpusError, CorpusFormatError
 
 __all__ = ["Corpus", "ReadReport", "SkippedSentence", "parse_bytes", "parse_text", "read_corpus"]
 
@@ -30,7 +30,19 @@ def parse_bytes(data: bytes, *, source: str, fmt: FormatArg = "auto", scheme: Sc
                 lenient: bool = False) -> Corpus:
     """Parse one whole file's bytes. ``source`` names it in sentences, reports and errors."""
     check_args(fmt, scheme)
-    lines, bad = decode_lines(bytes(data), source=source, lenient=lenient)
+    try:
+        lines, bad = decode_lines(bytes(data), source=source, lenient=lenient)
+    except CorpusEncodingError as undecodable:
+        # Strict mode reports the first problem in file order: parse the whole file with the undecodable
+        # lines marked (as lenient mode does, so the scheme is detected the same way); a format error on
+        # an earlier line wins over the bad byte.
+        lines, bad = decode_lines(bytes(data), source=source, lenient=True)
+        try:
+            parse_lines(lines, source=source, fmt=fmt, scheme=scheme, bad=bad)
+        except CorpusFormatError as first:
+            if first.line < undecodable.context["line"]:
+                raise first from None
+        raise undecodable from None
     return parse_lines(lines, source=source, fmt=fmt, scheme=scheme, lenient=lenient, bad=bad)
 
 

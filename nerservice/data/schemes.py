@@ -107,7 +107,8 @@ def convert_to_iob2(tags: Sequence[str], scheme: str) -> tuple[list[str], int]:
         else:
             raise TagSequenceError(
                 i, tag, f"{prefix}- tag in {scheme.upper()} input",
-                f"'O', 'B-<label>' or 'I-<label>' (or read with scheme='iobes')",
+                "'O', 'B-<label>' or 'I-<label>' (or, if the file is IOBES, read it with --scheme iobes; "
+                "scheme='iobes' in Python)",
             )
         prev = lab
     return out, repairs
@@ -187,7 +188,9 @@ def detect_scheme(tag_sequences: Iterable[Sequence[str]]) -> Scheme:
     """Guess the scheme of a corpus (one sequence per sentence).
 
     Heuristic, in order:
-      1. any ``S-`` or ``E-`` tag -> ``iobes``;
+      1. at least as many entities end the IOBES way (an ``S-`` tag, or ``E-`` last) as the IOB way
+         (``B-`` alone, or ``I-`` last), and some do -> ``iobes``: one stray ``E-`` in an IOB2 file is
+         then an error at its own line, not a reason to read every valid IOB2 entity as broken IOBES;
       2. some ``I-X`` starts an entity (follows ``O``, another type, or the sentence start) and no
          ``B-X`` ever starts one that way (in IOB1, ``B-X`` only separates two adjacent ``X``
          entities) -> ``iob1``;
@@ -196,23 +199,30 @@ def detect_scheme(tag_sequences: Iterable[Sequence[str]]) -> Scheme:
     Invalid tags are ignored (treated as entity boundaries); all-``O`` input is ``iob2``.
     """
     i_starts = b_starts = 0
+    iobes_ends = iob_ends = 0
     valid: dict[str, bool] = {}  # corpora have few distinct tags; skip re-validating each token's tag
     for seq in tag_sequences:
-        prev: str | None = None
+        prev: str | None = None  # label of the entity the previous token belongs to
+        last = ""  # prefix of the previous tag
         for tag in seq:
             ok = valid.get(tag)
             if ok is None:
                 ok = valid[tag] = validate_tag(tag)
-            if tag == "O" or not ok:
-                prev = None
+            prefix, lab = (tag[0], tag[2:]) if tag != "O" and ok else ("O", None)
+            continues = prev is not None and lab == prev and prefix in "IE" and last in "BI"
+            if prev is not None and not continues:  # the previous entity ended at the previous token
+                iobes_ends, iob_ends = iobes_ends + (last in "ES"), iob_ends + (last in "BI")
+            if lab is None:
+                prev, last = None, ""
                 continue
-            prefix, lab = tag[0], tag[2:]
-            if prefix in "SE":
-                return "iobes"
             if prev != lab:
                 if prefix == "I":
                     i_starts += 1
-                else:
+                elif prefix == "B":
                     b_starts += 1
-            prev = lab
+            prev, last = lab, prefix
+        if prev is not None:
+            iobes_ends, iob_ends = iobes_ends + (last in "ES"), iob_ends + (last in "BI")
+    if iobes_ends and iobes_ends >= iob_ends:
+        return "iobes"
     return "iob1" if i_starts and not b_starts else "iob2"

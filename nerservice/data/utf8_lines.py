@@ -53,7 +53,8 @@ def _encoding_error(data: bytes, offset: int, *, source: str) -> CorpusEncodingE
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         hint = "the file looks UTF-16; re-encode it as UTF-8 (iconv -f utf-16 -t utf-8)"
     else:
-        hint = "re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8), or read with lenient=True to skip"
+        hint = ("re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8), or pass --lenient (lenient=True "
+                "in Python) to skip the sentences with bad bytes")
     return CorpusEncodingError(
         f"{source}:{line}: {_describe(data, offset)}", hint=hint,
         file=source, line=line, offset=offset, column=column,

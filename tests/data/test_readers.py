@@ -284,3 +284,17 @@ def test_reading_a_corpus_of_ncbi_size():
     corpus = parse_bytes(data, source="big.tsv")
     assert corpus.report.tokens == 135_600 and corpus.report.entities == {"Disease": 5424}
     assert len(corpus.sentences) == 5424
+
+
+def test_a_stray_e_tag_in_iob2_names_its_own_line_and_hints_name_cli_flags() -> None:
+    text = "a\tB-D\nb\tI-D\n\nc\tO\nd\tB-D\n\ne\tE-D\nf\tO\n\ng\tB-C\nh\tI-C\n"
+    err = strict_error(text)
+    assert err.line == 7 and "--scheme iobes" in str(err)
+    assert "--format conll" in str(strict_error("a\tO\nb\tO\tX\n"))
+    with pytest.raises(CorpusEncodingError) as enc:
+        parse_bytes(b"a\tO\n\xff\tO\n", source="f.tsv")
+    assert "--lenient" in str(enc.value)
+    # strict: the column error on line 2 comes before the bad byte on line 4
+    with pytest.raises(CorpusFormatError) as first:
+        parse_bytes(b"a\tO\nb\tO\tX\n\nc\t\xff\n", source="f.tsv")
+    assert first.value.line == 2
