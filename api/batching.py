@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ from nerservice.prepared import Cost, Prepared
 log = logging.getLogger("nerservice.api")
 
 EntityDicts = list[list[dict[str, Any]]]  # per text, its entities as JSON-ready dicts
+PREPARE_THREADS = 2
 
 
 @dataclass(eq=False)
@@ -107,7 +109,7 @@ class Batcher:
         self._infer_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nerservice-infer")
         # Tokenising is CPU-bound on a 2-core budget: more threads only contend, and a fixed bound keeps the
         # server's thread count flat under bursts (tests/reliability/test_disconnect.py checks it).
-        self._prepare_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="nerservice-tokens")
+        self._prepare_pool = ThreadPoolExecutor(max_workers=PREPARE_THREADS, thread_name_prefix="nerservice-tokens")
         metrics.set_queue_depth_source(lambda: self.depth)
         metrics.queued_tokens.set_function(lambda: self._queued_tokens)
         metrics.set_xla_source(lambda: getattr(getattr(slot.current, "extractor", None), "background_xla", None))
@@ -118,6 +120,11 @@ class Batcher:
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="nerservice-batcher")
+        # Start both tokenising threads now (a pool starts them on demand): the thread count is flat from
+        # the first request on, which is what a leak check can rely on.
+        both = threading.Barrier(PREPARE_THREADS)
+        for _ in range(PREPARE_THREADS):
+            self._prepare_pool.submit(both.wait, 5.0)
 
     async def stop(self) -> None:
         if self._task is not None:

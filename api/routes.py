@@ -40,7 +40,9 @@ class Service:
     batcher: Batcher
 
 
-def get_service(request: Request) -> Service:
+# Dependencies are coroutines: FastAPI runs a plain ``def`` dependency on a worker thread, a thread hop
+# per request (and threads that the disconnect test sees appear under load).
+async def get_service(request: Request) -> Service:
     return request.app.state.service  # type: ignore[no-any-return]  # set by the lifespan (api/main.py)
 
 
@@ -49,17 +51,7 @@ _bearer = HTTPBearer(auto_error=False, description="NERSERVICE_API_ADMIN_TOKEN")
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def admin_view(svc: ServiceDep, credentials: Credentials) -> bool:
-    """True with the right admin token, False with none; a wrong token (or any token while admin is
-    disabled) is a 401, so a client never mistakes a typo for the public view."""
-    if credentials is None:
-        return False
-    require_admin(svc, credentials)
-    return True
-
-
-def require_admin(svc: ServiceDep, credentials: Credentials) -> None:
-    settings = svc.settings
+def check_admin(settings: ApiSettings, credentials: HTTPAuthorizationCredentials | None) -> None:
     if settings.admin_token is None or not settings.admin_token.get_secret_value():  # empty = disabled
         raise UnauthorizedError("admin endpoints are disabled on this server",
                                 hint="set NERSERVICE_API_ADMIN_TOKEN to enable them")
@@ -68,6 +60,19 @@ def require_admin(svc: ServiceDep, credentials: Credentials) -> None:
     # Constant-time: the comparison must not reveal how many leading characters were right.
     if not given or not hmac.compare_digest(given, expected):
         raise UnauthorizedError("missing or wrong admin token", hint="send the token as 'Authorization: Bearer <token>'")
+
+
+async def require_admin(svc: ServiceDep, credentials: Credentials) -> None:
+    check_admin(svc.settings, credentials)
+
+
+async def admin_view(svc: ServiceDep, credentials: Credentials) -> bool:
+    """True with the right admin token, False with none; a wrong token (or any token while admin is
+    disabled) is a 401, so a client never mistakes a typo for the public view."""
+    if credentials is None:
+        return False
+    check_admin(svc.settings, credentials)
+    return True
 
 
 AdminView = Annotated[bool, Depends(admin_view)]

@@ -19,7 +19,7 @@ def build_random_model(out: Path, *, seed: int = 7, full_size: bool = False, **m
     from nerservice.config import ModelConfig, NerConfig
     from nerservice.data import Sentence
     from nerservice.model.tagger import build_tagger
-    from nerservice.saved_model import save_model
+    from nerservice.artifacts.model_folder import save_model
     from nerservice.training.trainer import build_vocabularies
 
     vocabs = build_vocabularies([Sentence(tuple(WORDS), tuple(TAGS))])

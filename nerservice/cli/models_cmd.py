@@ -1,4 +1,4 @@
-"""nerservice models list|show|register|promote|download — the model store from the command line."""
+"""nerservice models list|show|register|promote|download|cleanup — the model store from the command line."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     q = msub.add_parser("list", parents=[common], help="versions with status, aliases and F1",
                         description="List every version (newest first) of NAME, or of all models.")
     q.add_argument("name", nargs="?", help="only this model")
+    q.add_argument("--incomplete", action="store_true",
+                   help="only versions whose registration never completed (never resolvable; see cleanup)")
     q.add_argument("--json", action="store_true", help="print a JSON list of version records")
     q.set_defaults(func=run_list)
 
@@ -63,6 +65,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--to", required=True, metavar="DIR", help="destination folder")
     q.set_defaults(func=run_download)
 
+    q = msub.add_parser("cleanup", parents=[common], help="end abandoned RUNNING runs, delete incomplete versions",
+                        description="After a crash: end as KILLED the MLflow runs still RUNNING whose process "
+                        "on this host is gone (and, with --stale-after, any RUNNING run older than that), and "
+                        "delete the versions whose registration never completed (older than --older-than).")
+    q.add_argument("name", nargs="?", help="only this model's versions (runs: all of the store's experiment)")
+    q.add_argument("--older-than", type=float, default=60.0, metavar="MINUTES",
+                   help="incomplete versions created at least this long ago (default 60: a registration in "
+                   "flight is incomplete for seconds)")
+    q.add_argument("--stale-after", type=float, default=None, metavar="HOURS",
+                   help="also end RUNNING runs of other hosts (Spark executors) started this long ago "
+                   "(default: only this host's runs whose process is gone)")
+    q.add_argument("--dry-run", action="store_true", help="only say what would be done")
+    q.add_argument("--json", action="store_true", help="print {runs: [...], versions: [...]} as JSON")
+    q.set_defaults(func=run_cleanup)
+
 
 def _store(args: argparse.Namespace) -> Any:
     from nerservice.store import ModelStore
@@ -76,6 +93,8 @@ def _fmt(value: float | None) -> str:
 
 def run_list(args: argparse.Namespace) -> int:
     rows = _store(args).list(args.name)
+    if args.incomplete:
+        rows = [r for r in rows if r["status"] != "complete"]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -167,4 +186,25 @@ def run_download(args: argparse.Namespace) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(dest)
+    return 0
+
+
+def run_cleanup(args: argparse.Namespace) -> int:
+    from nerservice.store.cleanup import end_abandoned_runs, prune_incomplete
+
+    store = _store(args)
+    stale = args.stale_after * 3600 if args.stale_after is not None else None
+    ended = end_abandoned_runs(store, stale_after_s=stale, dry_run=args.dry_run)
+    pruned = prune_incomplete(store, args.name, older_than_s=args.older_than * 60, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps({"dry_run": args.dry_run, "runs": ended, "versions": pruned}, indent=2))
+        return 0
+    would = "would end" if args.dry_run else "ended"
+    for r in ended:
+        print(f"{would} run {r['run_id']} ({r['name'] or '-'}) as KILLED: {r['reason']}")
+    for r in pruned:
+        print(f"{'would delete' if args.dry_run else 'deleted'} incomplete version {r['name']}/{r['version']} "
+              f"(created {r['created']})")
+    if not ended and not pruned:
+        print("nothing to clean up")
     return 0

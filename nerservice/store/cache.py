@@ -19,13 +19,15 @@ from nerservice.errors import IntegrityError
 from nerservice.artifacts.files import sha256_file
 from nerservice.artifacts.formats import verify_manifest
 from nerservice.artifacts.layout import MANIFEST
+from nerservice.store.contents import refuse_unlisted
 
 MARKER = "source.json"
 MODEL = "model"
 
 
 def verify_model_dir(model_dir: Path, manifest_sha256: str, *, what: str, hint: str | None = None) -> None:
-    """The manifest must be the one recorded at registration, and every file must match the manifest."""
+    """The manifest must be the one recorded at registration, every file must match the manifest, and no
+    file the manifest does not list may sit beside them."""
     manifest = model_dir / MANIFEST
     if not manifest.is_file():
         raise IntegrityError(f"{what}: {MANIFEST} is missing from {model_dir}", path=str(model_dir), hint=hint)
@@ -36,8 +38,9 @@ def verify_model_dir(model_dir: Path, manifest_sha256: str, *, what: str, hint: 
             "registration (manifest tampered with or truncated)", path=str(manifest), hint=hint)
     try:
         verify_manifest(model_dir)
+        refuse_unlisted(model_dir, what=what)
     except IntegrityError as exc:
-        raise IntegrityError(f"{what}: {exc.message}", hint=hint, **exc.context) from None
+        raise IntegrityError(f"{what}: {exc.message}", hint=hint or exc.hint, **exc.context) from None
 
 
 class DownloadCache:

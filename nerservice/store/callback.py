@@ -35,6 +35,14 @@ class StoreCallback:
 
     def _run(self) -> str:
         if self.run_id is None:
+            from nerservice.store.cleanup import end_abandoned_runs
+
+            # A training killed earlier on this host (the one this run resumes, typically) left its run
+            # RUNNING: end it as KILLED now that nobody can still be writing to it.
+            try:
+                end_abandoned_runs(self.store, ended_by="a later training on this host")
+            except StoreError as exc:
+                print(f"warning: model store: abandoned runs not ended ({exc})", file=sys.stderr, flush=True)
             tags = {runs.TAG_LINEAGE + "config_hash": self.config.fingerprint()}
             if self.name:
                 tags[runs.TAG_MODEL_NAME] = self.name

@@ -117,13 +117,15 @@ class ModelStore:
 
     def start_run(self, *, run_name: str, params: dict[str, str] | None = None,
                   tags: dict[str, str] | None = None) -> str:
+        from nerservice.store.cleanup import owner_tags
+
         run = self.call("creating a run", self.client.create_run, self.experiment_id(), run_name=run_name)
         run_id = run.info.run_id
         with translated("logging run parameters", uri=self.tracking_uri):
             if params:
                 runs.log_params(self.client, run_id, params)
-            if tags:
-                runs.log_tags(self.client, run_id, tags)
+            # Who owns the run: after a crash, cleanup.py tells an abandoned RUNNING run from a live one.
+            runs.log_tags(self.client, run_id, {**(tags or {}), **owner_tags()})
         return run_id
 
     def run_url(self, run_id: str) -> str:

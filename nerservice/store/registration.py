@@ -1,6 +1,7 @@
 """Registration, ordered so nothing is ever half-visible.
 
-1. the model dir is verified against its own manifest (a broken dir is refused up front);
+1. the model dir is verified against its own manifest (a broken dir is refused up front), and a file the
+   manifest does not list is refused too (store/contents.py);
 2. its files are uploaded to the run (``<run artifacts>/model``) and the upload is checked file by file
    against the manifest sizes;
 3. a registry version is created, carrying metrics, lineage and the artifact path as tags;
@@ -20,6 +21,7 @@ from nerservice.artifacts.formats import verify_manifest
 from nerservice.artifacts.layout import CONFIG, LINEAGE, MANIFEST, METRICS
 from nerservice.store import runs
 from nerservice.store._mlflow import error_code, mlflow_exception, translated
+from nerservice.store.contents import refuse_unlisted
 from nerservice.store.refs import validate_name
 
 
@@ -52,6 +54,7 @@ def register_model(store: StoreSession, model_dir: str | Path, name: str, *, run
         raise ModelLoadError(f"{src}: not a saved model directory (no {MANIFEST})", path=str(src),
                              hint="register the model-best folder written by `nerservice train`")
     manifest = verify_manifest(src)  # never store a model that is already broken
+    refuse_unlisted(src, what="not registered")  # nor files nobody checksummed
     manifest_sha = sha256_file(src / MANIFEST)
     expected = {n: int(m["bytes"]) for n, m in manifest.get("files", {}).items()}
     expected[MANIFEST] = (src / MANIFEST).stat().st_size

@@ -6,7 +6,6 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -91,21 +90,16 @@ def test_require_admin_in_process() -> None:
     """Unset and empty tokens both disable the admin endpoints, whatever the request sends."""
     from fastapi.security import HTTPAuthorizationCredentials
 
-    from types import SimpleNamespace
-
     from api.errors import UnauthorizedError
-    from api.routes import require_admin
+    from api.routes import check_admin
     from api.settings import ApiSettings
-
-    def svc(settings: ApiSettings) -> Any:
-        return SimpleNamespace(settings=settings)  # require_admin reads only the settings of the service
 
     empty = HTTPAuthorizationCredentials(scheme="Bearer", credentials="")
     for settings in (ApiSettings(), ApiSettings(admin_token=""), ApiSettings(admin_token="s3cret")):
         for creds in (None, empty):
             with pytest.raises(UnauthorizedError):
-                require_admin(svc(settings), creds)
-    require_admin(svc(ApiSettings(admin_token="s3cret")), HTTPAuthorizationCredentials(scheme="Bearer", credentials="s3cret"))
+                check_admin(settings, creds)
+    check_admin(ApiSettings(admin_token="s3cret"), HTTPAuthorizationCredentials(scheme="Bearer", credentials="s3cret"))
 
 
 def test_empty_configured_token_disables_admin(tiny_model_dir: Path, tmp_path: Path) -> None:
