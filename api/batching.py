@@ -38,7 +38,7 @@ from api.metrics import ApiMetrics
 from api.model_slot import ModelSlot, ServedModel
 from api.settings import ApiSettings
 from nerservice.errors import ModelNotFoundError, NerServiceError
-from nerservice.prepared import Cost, Prepared
+from nerservice.text.prepared import Cost, Prepared
 
 log = logging.getLogger("nerservice.api")
 

@@ -18,7 +18,7 @@ from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_vali
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nerservice.errors import ConfigError
-from nerservice.prepared import Cost
+from nerservice.text.prepared import Cost
 
 log = logging.getLogger("nerservice.api")
 ENV_PREFIX = "NERSERVICE_API_"

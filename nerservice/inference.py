@@ -8,8 +8,8 @@ the mean CRF marginal probability of its tags (1.0 = the model is certain of eve
 Two steps for callers that schedule the work (the REST batcher): ``prepare(texts)`` tokenises (no weights,
 any thread) and says what tagging will cost; ``run(pieces)`` tags one or more prepared pieces in one go.
 A ``Prepared`` can be cut at sentence boundaries (``split``) so one large request runs as several model
-calls with other requests' work in between (``nerservice/prepared.py``).  ``extract(texts)`` is the two
-in one.
+calls with other requests' work in between (``nerservice/text/prepared.py``).  ``extract(texts)`` is
+the two in one.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from nerservice.artifacts.formats import LoadedArtifact, load_model
 from nerservice.data.schemes import spans
-from nerservice.prepared import Cost, Prepared
+from nerservice.text.prepared import Cost, Prepared
 from nerservice.text.sentences import tokenize_sentences
 from nerservice.text.tokenizer import Token
 

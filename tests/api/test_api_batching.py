@@ -22,7 +22,7 @@ from api.routes import ROUTES
 from api.settings import ApiSettings, load_settings
 from nerservice import errors as core_errors
 from nerservice.errors import ConfigError, ModelNotFoundError, NerServiceError
-from nerservice.prepared import Cost
+from nerservice.text.prepared import Cost
 
 
 def run_with_batcher(model_dir: Path, body: Any, **limits: Any) -> Any:
