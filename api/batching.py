@@ -87,7 +87,7 @@ class JobResult:
 def wrong_model(requested: str, served: ServedModel) -> ModelNotFoundError:
     # ascii(): the requested name is client text and may hold anything, a lone surrogate included.
     return ModelNotFoundError(
-        f"model {ascii(requested[:200])} is not served here; this server serves {served.name} version {served.version}",
+        f"model {requested[:200]!a} is not served here; this server serves {served.name} version {served.version}",
         served=served.identity(),
         hint=f"omit 'model' or send one of: {served.source.ref!r}, {served.name!r}, "
         f"'{served.name}/{served.version}'")
@@ -290,7 +290,7 @@ class Batcher:
                 await self._run_batch(loop, batch)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 — a bug here must fail one batch, not every later request
+            except Exception as exc:
                 log.exception("batcher error")
                 for job, _ in batch:
                     self._fail(job, exc)
@@ -337,7 +337,7 @@ class Batcher:
             for job, _ in batch:
                 self._fail(job, NotReadyError("the server is shutting down"))
             raise
-        except Exception as exc:  # noqa: BLE001 — the batcher must survive a failing batch
+        except Exception as exc:
             if len(batch) > 1:  # isolate the request that fails: the others in its batch still get answers
                 for one in batch:
                     await self._infer(loop, served, [one])

@@ -34,7 +34,7 @@ def require_json(request: Request) -> None:
     visitor's browser post to this service."""
     ctype = request.headers.get("content-type", "")
     if ctype.split(";", 1)[0].strip().lower() != "application/json":
-        raise UnsupportedMediaTypeError(f"Content-Type must be application/json, got {ascii(ctype[:100])}",
+        raise UnsupportedMediaTypeError(f"Content-Type must be application/json, got {ctype[:100]!a}",
                                         hint="send the header 'Content-Type: application/json'")
 
 

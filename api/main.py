@@ -76,7 +76,7 @@ def create_app(settings: ApiSettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         def on_swap(old: ServedModel | None, new: ServedModel) -> None:
-            key = lambda m: (m.name, m.version, m.source.kind)  # noqa: E731
+            key = lambda m: (m.name, m.version, m.source.kind)
             metrics.set_model(old=key(old) if old else None, new=key(new), loaded_at=new.loaded_at)
 
         _ensure_logging()

@@ -11,10 +11,11 @@ import gc
 import json
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from api.errors import NotReadyError
 from api.settings import ApiSettings
@@ -55,7 +56,7 @@ class ModelSource:
     aliases: tuple[str, ...] = ()
     store_metrics: dict[str, Any] = field(default_factory=dict)
 
-    def same_as(self, other: "ModelSource") -> bool:
+    def same_as(self, other: ModelSource) -> bool:
         return (self.kind, self.name, self.version, self.path) == (other.kind, other.name, other.version, other.path)
 
 
@@ -195,7 +196,7 @@ class ModelSlot:
             await self.reload()
         except NerServiceError as exc:  # stay alive and say why in /readyz; a later reload may succeed
             log.error("model %r failed to load: [%s] %s", self.ref, exc.code, exc.message)
-        except Exception as exc:  # noqa: BLE001 — same: a broken model must not kill the process
+        except Exception as exc:
             log.exception("model %r failed to load", self.ref)
             self.state, self.error = "failed", ModelLoadError(f"{type(exc).__name__}: {exc}")
 

@@ -24,7 +24,14 @@ from api.limits import parse_extract, read_body, require_json
 from api.metrics import ApiMetrics
 from api.model_slot import ModelSlot
 from api.page import PAGE_HTML
-from api.schemas import ExtractRequest, ExtractResponse, ModelsResponse, ReloadResponse, Status, error_responses
+from api.schemas import (
+    ExtractRequest,
+    ExtractResponse,
+    ModelsResponse,
+    ReloadResponse,
+    Status,
+    error_responses,
+)
 from api.settings import ApiSettings
 from nerservice.errors import NerServiceError
 

@@ -26,7 +26,7 @@ MAX_HEADER_BYTES = 64 * 1024  # request line + headers; far above any browser's 
 
 
 def _raw_answer(status: int, reason: str, code: str, message: str) -> bytes:
-    body = ('{"error":{"code":"%s","message":"%s"}}' % (code, message)).encode("ascii")
+    body = f'{{"error":{{"code":"{code}","message":"{message}"}}}}'.encode("ascii")
     return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
             "connection: close\r\n\r\n").encode("ascii") + body
 

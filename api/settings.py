@@ -14,7 +14,14 @@ import logging
 import os
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nerservice.errors import ConfigError
@@ -128,7 +135,7 @@ class ApiSettings(BaseSettings):
     warmup: bool = True
 
     @model_validator(mode="after")
-    def _budgets_nest(self) -> "ApiSettings":
+    def _budgets_nest(self) -> ApiSettings:
         if self.max_queue_tokens < self.max_request_tokens:
             raise ValueError(f"max_queue_tokens ({self.max_queue_tokens}) must be >= max_request_tokens "
                              f"({self.max_request_tokens}): a request the queue can never hold would wait forever")

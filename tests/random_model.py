@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-WORDS = "patients with colorectal cancer took aspirin and developed asthma after cisplatin therapy .".split()
+WORDS = ["patients", "with", "colorectal", "cancer", "took", "aspirin", "and", "developed", "asthma", "after", "cisplatin", "therapy", "."]
 TAGS = ["O", "O", "B-Disease", "I-Disease", "O", "B-Chemical", "O", "O", "B-Disease", "O", "B-Chemical", "O", "O"]
 
 
@@ -16,10 +16,10 @@ def build_random_model(out: Path, *, seed: int = 7, full_size: bool = False, **m
     architecture (what a served model costs per token) instead of a tiny one."""
     from helpers import tiny_model_config
 
+    from nerservice.artifacts.model_folder import save_model
     from nerservice.config import ModelConfig, NerConfig
     from nerservice.data import Sentence
     from nerservice.model.tagger import build_tagger
-    from nerservice.artifacts.model_folder import save_model
     from nerservice.training.trainer import build_vocabularies
 
     vocabs = build_vocabularies([Sentence(tuple(WORDS), tuple(TAGS))])

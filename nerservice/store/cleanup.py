@@ -19,7 +19,6 @@ import time
 from datetime import datetime
 from typing import Any
 
-
 TAG_HOST, TAG_PID, TAG_ENDED_BY = "nerservice.host", "nerservice.pid", "nerservice.ended_by"
 
 

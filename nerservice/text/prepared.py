@@ -20,12 +20,12 @@ class Cost(NamedTuple):
     tokens: int = 0
     word_chars: int = 0
 
-    def __add__(self, other: object) -> "Cost":
+    def __add__(self, other: object) -> Cost:
         if not isinstance(other, Cost):
             return NotImplemented
         return Cost(self.tokens + other.tokens, self.word_chars + other.word_chars)
 
-    def within(self, budget: "Cost") -> bool:
+    def within(self, budget: Cost) -> bool:
         return self.tokens <= budget.tokens and self.word_chars <= budget.word_chars
 
 
@@ -44,7 +44,7 @@ class Prepared:
     def cost(self) -> Cost:
         return Cost(sum(c.tokens for c in self.costs), sum(c.word_chars for c in self.costs))
 
-    def split(self, budget: Cost) -> list["Prepared"]:
+    def split(self, budget: Cost) -> list[Prepared]:
         """Consecutive pieces, each within ``budget`` (a single sentence over it is a piece of its own);
         always at least one piece, so a request of empty texts still gets its answer."""
         pieces: list[Prepared] = []
@@ -58,5 +58,5 @@ class Prepared:
             pieces.append(self._piece(start, len(self.costs)))
         return pieces
 
-    def _piece(self, start: int, end: int) -> "Prepared":
+    def _piece(self, start: int, end: int) -> Prepared:
         return Prepared(self.texts, self.sentences[start:end], self.costs[start:end])

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 
 from api.batching import Batcher
-from api.errors import STATUS, NotReadyError, OverloadedError, RequestTooCostlyError, error_payload, http_status
+from api.errors import (
+    STATUS,
+    NotReadyError,
+    OverloadedError,
+    RequestTooCostlyError,
+    error_payload,
+    http_status,
+)
 from api.metrics import ApiMetrics
 from api.model_slot import ModelSlot
 from api.routes import ROUTES
@@ -227,7 +234,7 @@ def test_unknown_exceptions_become_a_generic_500() -> None:
 
 
 def test_reload_swaps_and_frees_the_old_model(random_model_dir, tmp_path: Path, monkeypatch) -> None:
-    import api.model_slot as model_slot
+    from api import model_slot
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.model_folder import save_model
 

@@ -43,7 +43,7 @@ def test_one_stray_e_tag_is_reported_at_its_own_line(sentences: list[list[str]],
 @settings(max_examples=80, deadline=None, derandomize=True, database=None)
 @given(st.lists(TAGS, min_size=2, max_size=20), st.data())
 def test_strict_mode_reports_the_first_problem_in_file_order(sentences: list[list[str]], data: st.DataObject) -> None:
-    body, firsts = _tsv(sentences)
+    body, _ = _tsv(sentences)
     lines = body.split(b"\n")
     data_lines = [i for i, line in enumerate(lines) if line]
     col, byte = sorted(data.draw(st.lists(st.sampled_from(data_lines), min_size=2, max_size=2, unique=True)))

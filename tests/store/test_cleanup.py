@@ -8,7 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from nerservice.store.cleanup import TAG_ENDED_BY, TAG_PID, end_abandoned_runs, prune_incomplete
+from nerservice.store.cleanup import (
+    TAG_ENDED_BY,
+    TAG_PID,
+    end_abandoned_runs,
+    prune_incomplete,
+)
 
 DIE_WITH_A_RUN = """
 import os, signal, sys
@@ -21,7 +26,7 @@ os.kill(os.getpid(), signal.SIGKILL)  # no cleanup of any kind
 
 def _crashed_run(store_env, tmp_path: Path) -> str:
     out = subprocess.run([sys.executable, "-c", DIE_WITH_A_RUN, store_env.uri, str(tmp_path / "c")],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == -9, out.stderr
     return out.stdout.strip().splitlines()[-1]
 
