@@ -80,7 +80,7 @@ def parse_extract(body: bytes, settings: ApiSettings) -> ParsedExtract:
         raise validation_error(exc.errors(), what="request body") from None
     if (req.texts is None) == (req.text is None):
         raise RequestError("send exactly one of 'texts' (a list of strings) or 'text' (a string)")
-    texts = req.texts if req.texts is not None else [req.text]  # type: ignore[list-item]
+    texts: list[str] = req.texts if req.texts is not None else [req.text or ""]
     check_texts(texts, settings)
     if req.model is not None and not _is_unicode(req.model):
         raise RequestError("'model' is not valid Unicode (it holds a lone surrogate)", field="model")

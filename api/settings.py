@@ -126,7 +126,7 @@ class ApiSettings(BaseSettings):
     # Seconds a client has to send the whole body once the headers are in (512 KiB at 20 KiB/s fits).
     body_timeout_s: float = Field(30.0, gt=0)
     # Seconds an idle kept-alive connection stays open between requests.
-    keep_alive_s: float = Field(5.0, gt=0)
+    keep_alive_s: int = Field(5, ge=1)
 
     # --- HTTP ----------------------------------------------------------------------------------------
     # Origins allowed by CORS; empty = no CORS headers at all (the page is served from the same origin).
