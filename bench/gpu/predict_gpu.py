@@ -31,8 +31,8 @@ CORPORA = ("NCBI-disease", "BC5CDR", "BC2GM", "linnaeus")
 
 def write_cpu_ref(model: str, corpus: str, out: str) -> None:
     """Run on the CPU (TensorFlow): the reference tags and scores the GPU path must reproduce."""
-    from nerservice.data import read_corpus
     from nerservice.artifacts.formats import load_model
+    from nerservice.data import read_corpus
 
     sents = [s.tokens for s in read_corpus(corpus).sentences]
     tagged = load_model(model).predictor().tag(sents)
@@ -77,14 +77,14 @@ def main() -> None:
     import keras
     import numpy as np
 
+    from nerservice.artifacts.formats import load_model
     from nerservice.data import read_corpus
     from nerservice.inference import Extractor
-    from nerservice.model.device_tagging import BATCH_KEYS
-    from nerservice.model.jax_decode import crf_arrays
-    from nerservice.model.predictor import decode_emissions
-    from nerservice.artifacts.formats import load_model
-    from nerservice.text.features import EncodedCorpus
     from nerservice.model.batching import bucketed_batches
+    from nerservice.model.decode import decode_emissions
+    from nerservice.model.jax_decode import crf_arrays
+    from nerservice.text.features import EncodedCorpus
+    from nerservice.text.inputs import model_inputs
 
     skip = set(args.skip.split(","))
     res: dict[str, Any] = {"device": str(jax.devices()[0]), "backend": keras.backend.backend(),
@@ -138,8 +138,7 @@ def main() -> None:
     crf = crf_arrays(pred.crf_params())
     enc = EncodedCorpus(test, pred.vocabs, max_word_length=pred.max_word_length)
     idx = np.arange(len(test))
-    b = jax.device_put({k: v for k, v in enc.batch(idx, dt.policy_for(len(idx), int(enc.lengths.max()))).items()
-                        if k in BATCH_KEYS})
+    b = jax.device_put(model_inputs(enc.batch(idx, dt.policy_for(len(idx), int(enc.lengths.max())))))
     fwd = jax.jit(lambda tv, ntv, b: model.stateless_call(tv, ntv, b, training=False)[0])
     for name, call in (("forward_only", lambda: fwd(tv, ntv, b)), ("forward_and_decode", lambda: dt._fn(tv, ntv, crf, b, True))):
         jax.block_until_ready(call())
@@ -176,7 +175,7 @@ def main() -> None:
         r["host_s"] = {"encode_corpus": round(t_enc, 3), "assemble_batches": round(t_batch, 3)}
         r.update(batches=len(batches), shapes=len(shapes), padded_token_fraction=round(1 - n_tok / padded, 3))
         if ceiling:
-            on_dev = [jax.device_put({k: x[k] for k in BATCH_KEYS}) for x in batches]
+            on_dev = [jax.device_put(model_inputs(x)) for x in batches]
             jax.block_until_ready(on_dev)
             t = time.perf_counter()
             outs = [p.device_tagger._fn(tv, ntv, crf, x, True) for x in on_dev]

@@ -15,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from nerservice.model.batching import bucketed_batches
 from nerservice.model.decode import CrfParams, Tagged
 from nerservice.text.features import EncodedCorpus, ShapePolicy
 from nerservice.text.inputs import model_inputs
 from nerservice.text.vocab import Vocabularies
-from nerservice.model.batching import bucketed_batches
-
 
 
 def compile_tagging(model: Any, *, matmul_precision: str = "highest") -> Callable[..., Any]:

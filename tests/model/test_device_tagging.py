@@ -33,8 +33,8 @@ print(json.dumps(res))
 
 def test_device_decode_equals_numpy_decode_and_the_tensorflow_path(tmp_path: Path, tiny_model_dir: Path,
                                                                    demo_corpus) -> None:
-    from nerservice.data import read_corpus
     from nerservice.artifacts.formats import load_model
+    from nerservice.data import read_corpus
 
     sentences = [s.tokens for s in read_corpus(demo_corpus["test"]).sentences][:40]
     # Empty sentences, a long one (several token-budget cuts, so short batches padded to a power of two).
