@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 from starlette.requests import ClientDisconnect, Request
@@ -59,9 +60,10 @@ async def read_body(request: Request, *, limit: int) -> bytes:
     return bytes(body)
 
 
-def parse_extract(body: bytes, settings: ApiSettings) -> ParsedExtract:
+def load_json_object(body: bytes, *, example: str) -> dict[str, Any]:
+    """The body as a JSON object, or a coded 400 saying what is wrong (``example`` shows the shape)."""
     if not body:
-        raise RequestError('empty body; send JSON like {"texts": ["..."]} or {"text": "..."}')
+        raise RequestError(f"empty body; send JSON like {example}")
     try:
         data = json.loads(body)
     except UnicodeDecodeError:
@@ -73,7 +75,12 @@ def parse_extract(body: bytes, settings: ApiSettings) -> ParsedExtract:
     except ValueError:  # e.g. an integer of more than 4300 digits (Python's int-from-string limit)
         raise RequestError("body is not acceptable JSON (a number is too long)") from None
     if not isinstance(data, dict):
-        raise RequestError(f'body must be a JSON object like {{"texts": [...]}}, got a JSON {_json_type(data)}')
+        raise RequestError(f"body must be a JSON object like {example}, got a JSON {_json_type(data)}")
+    return data
+
+
+def parse_extract(body: bytes, settings: ApiSettings) -> ParsedExtract:
+    data = load_json_object(body, example='{"texts": ["..."]} or {"text": "..."}')
     try:
         req = ExtractRequest.model_validate(data)
     except ValidationError as exc:
@@ -82,12 +89,12 @@ def parse_extract(body: bytes, settings: ApiSettings) -> ParsedExtract:
         raise RequestError("send exactly one of 'texts' (a list of strings) or 'text' (a string)")
     texts: list[str] = req.texts if req.texts is not None else [req.text or ""]
     check_texts(texts, settings)
-    if req.model is not None and not _is_unicode(req.model):
+    if req.model is not None and not is_unicode(req.model):
         raise RequestError("'model' is not valid Unicode (it holds a lone surrogate)", field="model")
     return ParsedExtract(texts=texts, model=req.model)
 
 
-def _is_unicode(text: str) -> bool:
+def is_unicode(text: str) -> bool:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from a "\ud800" escape: not a character
@@ -108,7 +115,7 @@ def check_texts(texts: list[str], settings: ApiSettings) -> None:
             raise PayloadTooLargeError(f"text {i} has {len(text)} characters; the limit is {settings.max_text_chars}",
                                        limit="NERSERVICE_API_MAX_TEXT_CHARS", max=settings.max_text_chars, index=i,
                                        hint="split long documents into parts")
-        if not _is_unicode(text):
+        if not is_unicode(text):
             raise RequestError(f"text {i} is not valid Unicode (it holds a lone surrogate)", index=i)
 
 

@@ -24,7 +24,7 @@ from api.batching import Batcher
 from api.errors import install_error_handlers
 from api.metrics import ApiMetrics, MetricsMiddleware
 from api.model_slot import ModelSlot, ServedModel
-from api.routes import ROUTES, Service, extract_body_schema, router
+from api.routes import ROUTES, Service, documents_body_schema, extract_body_schema, router
 from api.settings import ApiSettings, load_settings
 from nerservice import __version__
 
@@ -58,12 +58,16 @@ def _offline_docs(app: FastAPI) -> None:
 
 
 def _openapi_with_limits(app: FastAPI, settings: ApiSettings) -> None:
-    """The /v1/extract handler reads its body itself (byte limit first, 415 for other media types), so
-    FastAPI cannot derive the request body schema: put it in, with this server's limits."""
+    """The /v1/extract and /v1/documents handlers read their bodies themselves (byte limit first, 415 for
+    other media types), so FastAPI cannot derive the request body schemas: put them in, with this server's
+    limits."""
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = FastAPI.openapi(app)
             schema["paths"]["/v1/extract"]["post"]["requestBody"] = extract_body_schema(settings)
+            body, defs = documents_body_schema(settings)
+            schema["paths"]["/v1/documents"]["post"]["requestBody"] = body
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(defs)
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -19,12 +19,15 @@ from starlette.responses import HTMLResponse, Response
 from starlette.types import Receive
 
 from api.batching import Batcher, Job, JobResult, wrong_model
+from api.documents import document_results, format_output, parse_documents
 from api.errors import UnauthorizedError
 from api.limits import parse_extract, read_body, require_json
 from api.metrics import ApiMetrics
 from api.model_slot import ModelSlot
 from api.page import PAGE_HTML
 from api.schemas import (
+    DocumentsRequest,
+    DocumentsResponse,
     ExtractRequest,
     ExtractResponse,
     ModelsResponse,
@@ -35,7 +38,7 @@ from api.schemas import (
 from api.settings import ApiSettings
 from nerservice.errors import NerServiceError
 
-ROUTES = ("/", "/v1/extract", "/v1/models", "/v1/models/reload", "/healthz", "/readyz", "/metrics")
+ROUTES = ("/", "/v1/extract", "/v1/documents", "/v1/models", "/v1/models/reload", "/healthz", "/readyz", "/metrics")
 CLIENT_GONE = 499  # nginx's "client closed request": nobody reads it, but the metrics count it
 
 
@@ -100,6 +103,21 @@ def extract_body_schema(settings: ApiSettings) -> dict[str, Any]:
             "content": {"application/json": {"schema": schema}}}
 
 
+def documents_body_schema(settings: ApiSettings) -> tuple[dict[str, Any], dict[str, Any]]:
+    """/v1/documents' request body schema with this server's limits, and the component schemas it refers to."""
+    schema = DocumentsRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+    defs = schema.pop("$defs", {})
+    defs["PassageIn"]["properties"]["text"]["maxLength"] = settings.max_text_chars
+    docs = schema["properties"]["documents"]
+    for option in docs.get("anyOf", []):
+        if option.get("type") == "array":
+            option["maxItems"] = settings.max_texts
+    body = {"required": True, "description": f"At most {settings.max_body_bytes} bytes, as application/json; "
+            f"at most {settings.max_texts} passages in all, {settings.max_text_chars} characters each.",
+            "content": {"application/json": {"schema": schema}}}
+    return body, defs
+
+
 async def _client_gone(receive: Receive) -> None:
     """Returns when the client disconnects (the body is already read, so only http.disconnect can come)."""
     while (await receive())["type"] != "http.disconnect":
@@ -134,13 +152,33 @@ async def extract(request: Request, svc: ServiceDep) -> Any:
     result = await _wait(request, job)
     if result is None:
         return Response(status_code=CLIENT_GONE)
-    return {
-        "model": result.model,
-        "results": [{"entities": ents} for ents in result.entities],
-        "timing": {"queue_ms": round(result.queue_s * 1000, 3), "inference_ms": round(result.inference_s * 1000, 3),
-                   "total_ms": round((time.perf_counter() - t0) * 1000, 3), "batch_texts": result.batch_texts,
-                   "batches": result.batches},
-    }
+    return {"model": result.model, "results": [{"entities": ents} for ents in result.entities],
+            "timing": _timing(result, t0)}
+
+
+@router.post("/v1/documents", response_model=DocumentsResponse, responses=error_responses(400, 404, 408, 413, 415, 429, 503),
+             summary="Extract entities from whole documents; entities at document offsets")
+async def documents(request: Request, svc: ServiceDep) -> Any:
+    """Every passage is one text of /v1/extract's pipeline: same limits, costing, batching, errors."""
+    t0 = time.perf_counter()
+    require_json(request)
+    parsed = parse_documents(await read_body(request, limit=svc.settings.max_body_bytes), svc.settings)
+    served = svc.slot.require()
+    if parsed.model is not None and not served.matches(parsed.model):
+        raise wrong_model(parsed.model, served)
+    job = await svc.batcher.submit(parsed.texts, served=served, model=parsed.model)
+    result = await _wait(request, job)
+    if result is None:
+        return Response(status_code=CLIENT_GONE)
+    docs = document_results(parsed.documents, result.entities)
+    content = format_output(parsed.documents, docs, parsed.output) if parsed.output else None
+    return {"model": result.model, "documents": docs, "content": content, "timing": _timing(result, t0)}
+
+
+def _timing(result: JobResult, t0: float) -> dict[str, Any]:
+    return {"queue_ms": round(result.queue_s * 1000, 3), "inference_ms": round(result.inference_s * 1000, 3),
+            "total_ms": round((time.perf_counter() - t0) * 1000, 3), "batch_texts": result.batch_texts,
+            "batches": result.batches}
 
 
 @router.get("/v1/models", response_model=ModelsResponse, responses=error_responses(401),

@@ -1,9 +1,9 @@
 """Request and response bodies (they also make the OpenAPI schema that clients and schemathesis read)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 MAX_MODEL_CHARS = 256  # longer than any reference we serve; bounds what a wrong name costs to check and echo
 
@@ -48,6 +48,54 @@ class Timing(BaseModel):
 class ExtractResponse(BaseModel):
     model: ModelIdentity
     results: list[TextResult] = Field(description="One per input text, in order")
+    timing: Timing
+
+
+class PassageIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    offset: StrictInt = Field(ge=0, description="Where the passage starts in the document (code points)")
+    text: StrictStr
+    type: StrictStr | None = Field(None, max_length=MAX_MODEL_CHARS, description="e.g. title, abstract")
+
+
+class DocumentIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: StrictStr = Field(min_length=1, max_length=MAX_MODEL_CHARS)
+    passages: list[PassageIn] = Field(description="In order, not overlapping")
+
+
+DocumentFormat = Literal["pubtator", "bioc-xml", "bioc-json", "jsonl"]
+
+
+class DocumentsRequest(BaseModel):
+    """Send ``documents`` or one file's ``content`` with its ``format`` (BRAT text: a passage at 0)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    documents: list[DocumentIn] | None = Field(None, description="Documents: id + passages with offsets")
+    format: DocumentFormat | None = Field(None, description="The format of 'content'")
+    content: StrictStr | None = Field(None, description="A PubTator, BioC XML, BioC JSON or JSON-lines file; "
+                                      "its annotations, if any, are ignored")
+    output: DocumentFormat | None = Field(None, description="Also answer the documents, with the entities as "
+                                          "their annotations, in this format ('content' of the response)")
+    model: StrictStr | None = Field(None, max_length=MAX_MODEL_CHARS, description="As in /v1/extract")
+
+
+class DocumentEntityOut(EntityOut):
+    passage: int = Field(description="Index of the passage the entity is in; start/end are document offsets")
+
+
+class DocumentOut(BaseModel):
+    id: str
+    entities: list[DocumentEntityOut]
+
+
+class DocumentsResponse(BaseModel):
+    model: ModelIdentity
+    documents: list[DocumentOut] = Field(description="One per input document, in order")
+    content: str | None = Field(None, description="The documents in the requested 'output' format")
     timing: Timing
 
 

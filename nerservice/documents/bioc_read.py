@@ -151,6 +151,8 @@ class _Walk:
             off = self.int_of(loc, "offset", f"{path}.locations[{j}]")
             spans.append((off, off + self.int_of(loc, "length", f"{path}.locations[{j}]")))
         text = node.get("text")
+        if text is not None and not isinstance(text, str):
+            raise self.fail(node, path, f"annotation {ident!r} text must be a string")
         return Annotation(str(ident if ident is not None else ""), label, tuple(spans),
                           "" if text is None else str(text), identifier, rest, score, int(node.get("_line") or 0))
 
@@ -169,6 +171,8 @@ class _Walk:
             sp = f"{path}.sentences[{j}]"
             so = self.int_of(s, "offset", sp)
             stext = s.get("text") or ""
+            if not isinstance(stext, str):
+                raise self.fail(s, sp, "sentence text must be a string")
             sentences.append((so, stext))
             self.collect(s, sp, anns, rels)
         text = node.get("text")
@@ -190,7 +194,8 @@ class _Walk:
 
     def document(self, node: Node, index: int) -> Document:
         path = f"documents[{index}]"
-        self.doc_id = None if node.get("id") is None else str(node.get("id"))
+        raw_id = node.get("id")
+        self.doc_id = None if raw_id is None or isinstance(raw_id, (dict, list)) else str(raw_id)
         if not self.doc_id:
             raise self.fail(node, path, "document has no id")
         anns: list[Annotation] = []

@@ -67,6 +67,16 @@ def parse_jsonl(text: str, *, source: str) -> list[Document]:
 
 def document_from_dict(obj: Any, *, source: str, line: int = 0) -> Document:
     """One JSON document (a JSONL line, an API request item) → Document; shape errors name the field."""
+    try:
+        return _document(obj, source=source, line=line)
+    except (TypeError, ValueError, KeyError) as exc:  # a wrongly shaped optional field (spans, sentences, score)
+        doc_id = obj.get("id") if isinstance(obj, dict) else None
+        raise DocumentFormatError(f"badly shaped document field: {type(exc).__name__}", file=source, line=line,
+                                  document=None if doc_id is None else str(doc_id),
+                                  hint="spans/sentences are [[start, end], ...] of integers; score a number") from None
+
+
+def _document(obj: Any, *, source: str, line: int) -> Document:
     doc_id = obj.get("id") if isinstance(obj, dict) else None
 
     def fail(reason: str) -> DocumentFormatError:
@@ -96,8 +106,11 @@ def document_from_dict(obj: Any, *, source: str, line: int = 0) -> Document:
             raise fail(f"entities[{i}] needs 'start', 'end' (integers >= 0) and 'label'")
         spans = tuple((int(s), int(e)) for s, e in a["spans"]) if a.get("spans") else ((a["start"], a["end"]),)
         score = a.get("score")
+        ident = a.get("identifier")
+        if ident is not None and not isinstance(ident, str):
+            raise fail(f"entities[{i}].identifier must be a string")
         anns.append(Annotation(str(a.get("id", i + 1)), a["label"], spans, str(a.get("text", "")),
-                               a.get("identifier"), _pairs(a.get("infons")),
+                               ident, _pairs(a.get("infons")),
                                None if score is None else float(score), line))
     return Document(str(doc_id), tuple(passages), tuple(anns), infons=_pairs(obj.get("infons")), source=source,
                     line=line)
@@ -111,4 +124,4 @@ def _pairs(v: Any) -> tuple[tuple[str, str], ...]:
     if not v:
         return ()
     items = v.items() if isinstance(v, dict) else v
-    return tuple((str(k), str(x)) for k, x in items)
+    return tuple((str(k), str(x)) for k, x in items)  # a malformed pair raises ValueError: caught above

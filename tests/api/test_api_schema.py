@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 # Examples per (operation, mode): /v1/extract is where the input surface is. Operations without inputs
 # yield one example; ~200 requests in all, ~25 s.
-EXAMPLES = {"POST /v1/extract": 90}
+EXAMPLES = {"POST /v1/extract": 90, "POST /v1/documents": 40}
 OTHER_EXAMPLES = 8
 
 

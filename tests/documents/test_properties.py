@@ -94,3 +94,26 @@ def test_nothing_is_dropped_or_changed_without_a_report(doc: Document, leave_out
             assert a.id in reported, (o, a)
     if not leave_out_genes:
         assert not r.excluded
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                        st.sampled_from(["id", "passages", "offset", "text", "entities", "start", "end", "label",
+                                         "spans", "sentences", "score", "identifier", "infons", "documents",
+                                         "locations", "length", "annotations", "type"]), inner, max_size=5),
+                    max_leaves=30))
+def test_any_json_is_a_document_or_a_coded_error(obj) -> None:  # noqa: ANN001
+    """What a client may send as JSON lines or BioC JSON: never anything but a DocumentFormatError."""
+    import json
+
+    from nerservice.documents.bioc_read import parse_bioc_json
+    from nerservice.documents.jsonl import parse_jsonl
+    from nerservice.errors import DocumentFormatError
+
+    text = json.dumps(obj)
+    for parse in (parse_jsonl, parse_bioc_json):
+        try:
+            parse(text, source="x")
+        except DocumentFormatError:
+            pass
