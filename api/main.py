@@ -24,7 +24,13 @@ from api.batching import Batcher
 from api.errors import install_error_handlers
 from api.metrics import ApiMetrics, MetricsMiddleware
 from api.model_slot import ModelSlot, ServedModel
-from api.routes import ROUTES, Service, documents_body_schema, extract_body_schema, router
+from api.routes import (
+    ROUTES,
+    Service,
+    documents_body_schema,
+    extract_body_schema,
+    router,
+)
 from api.settings import ApiSettings, load_settings
 from nerservice import __version__
 
