@@ -69,6 +69,22 @@ def test_predict_writes_documents_back_with_ids_passages_and_document_offsets(fm
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["bioc-xml", "bioc-json", "brat"])
+def test_documents_in_a_format_come_back_in_it_with_predictions(fmt: str, tiny_model_dir: Path, demo_docs,
+                                                                tmp_path: Path) -> None:
+    """BioC / BRAT in (detected), the same format out: ids, passages (kinds, offsets, text) unchanged."""
+    src = tmp_path / ("in" if fmt == "brat" else f"in.{fmt}")
+    write_documents(read_documents(demo_docs["test"]), src, fmt)
+    out = tmp_path / ("out" if fmt == "brat" else f"out.{fmt}")
+    assert main(["predict", str(tiny_model_dir), str(src), "--format", fmt, "--out", str(out)]) == 0
+    given, got = read_documents(src, fmt=fmt), read_documents(out, fmt=fmt)
+    assert [(d.id, d.passages) for d in got] == [(d.id, d.passages) for d in given]
+    g = {(d.id, a.start, a.end, a.label) for d in given for a in d.annotations}
+    p = {(d.id, a.start, a.end, a.label) for d in got for a in d.annotations}
+    assert len(g & p) >= 0.9 * len(g) and all(a.score is not None for d in got for a in d.annotations)
+
+
+@pytest.mark.slow
 def test_evaluate_on_documents_adds_character_offset_scores(tiny_model_dir: Path, demo_docs, capsys) -> None:
     assert main(["evaluate", str(tiny_model_dir), str(demo_docs["test"]), "--json"]) == 0
     out = json.loads(capsys.readouterr().out.split("\n", 1)[1])  # first line: the conversion summary
