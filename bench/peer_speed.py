@@ -89,9 +89,14 @@ def serve_ours(model: str, data: str, kwargs: dict[str, Any], threads: int | Non
         from nerservice.distributed.threads import limit_tensorflow_threads
 
         limit_tensorflow_threads(threads)
+    import inspect
+
     from nerservice.inference import Extractor
 
+    if threads and "threads" in inspect.signature(Extractor.load).parameters:  # a runtime with its own pools
+        kwargs = {"threads": threads, **kwargs}
     ex = Extractor.load(model, **kwargs)
+    print(f"ours: runtime {getattr(ex, 'runtime', 'keras')}, options {kwargs}", file=sys.stderr, flush=True)
     d = json.loads(Path(data).read_text(encoding="utf-8"))
     sentences, texts = d["sentences"], d["texts"]
 
