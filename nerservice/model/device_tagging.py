@@ -40,6 +40,14 @@ def compile_tagging(model: Any, *, matmul_precision: str = "highest") -> Callabl
     return jax.jit(fused, static_argnames=("with_scores",))
 
 
+def padded_length(longest: int, bucket_size: int) -> int:
+    """Time steps for a batch whose longest sentence has ``longest`` tokens: a multiple of ``bucket_size`` up
+    to 4 buckets, then of a quarter of the next power of two (8, 16, 24, 32, 48, 64, 96, 128, 192, ... for 8):
+    at most a third of the steps is padding, and sentences of any length compile ~2 shapes per doubling."""
+    step = max(bucket_size, (1 << max(longest - 1, 0).bit_length()) // 4)
+    return -(-longest // step) * step
+
+
 class DeviceTagger:
     def __init__(self, model: Any, vocabs: Vocabularies, *, max_word_length: int, batch_size: int,
                  token_budget: int, bucket_size: int, policy: ShapePolicy,
@@ -55,13 +63,10 @@ class DeviceTagger:
         """The padded shape of a batch of ``n`` sentences, the longest of ``longest`` tokens. Each new shape
         costs an XLA compile (seconds), so shapes come from short ladders: full batches keep the fixed batch
         size and a short one (a job's last, or one cut by the token budget) is padded to the next power of
-        two; the time axis is a multiple of ``bucket_size`` up to 4 buckets, then of a quarter of the next
-        power of two (8, 16, 24, 32, 48, 64, 96, 128, 192, ... with the default 8): at most a third of the
-        steps is padding, and a job over sentences of any length compiles ~2 shapes per doubling."""
+        two; the time axis is ``padded_length``."""
         b = self.batch_size if n >= self.batch_size else min(self.batch_size, 1 << max(n - 1, 0).bit_length())
-        step = max(self.bucket_size, (1 << max(longest - 1, 0).bit_length()) // 4)
         # round_up(longest, t) == t for any t >= longest: the policy's multiple *is* the padded length.
-        return dataclasses.replace(self.policy, fixed_batch=b, time_multiple=-(-longest // step) * step)
+        return dataclasses.replace(self.policy, fixed_batch=b, time_multiple=padded_length(longest, self.bucket_size))
 
     def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool) -> list[Tagged]:
         from nerservice.model.jax_decode import crf_arrays

@@ -10,6 +10,7 @@ import pytest
 from helpers import brute_force_crf, random_crf_problem
 
 from nerservice.model.decode import CrfParams, marginals, viterbi
+from nerservice.model.device_tagging import padded_length
 
 jnp = pytest.importorskip("jax.numpy")
 from nerservice.model.jax_decode import crf_arrays, decode_jit
@@ -67,3 +68,13 @@ def test_one_step_batches_and_scores_off() -> None:
     t2, s2 = decode_jit(jnp.asarray(p["emissions"], jnp.float32), jnp.asarray(p["lengths"]), crf_arrays(crf),
                         with_scores=False)
     assert np.asarray(t2).tolist() == tags.tolist() and np.all(np.asarray(s2) == 1.0)
+
+
+def test_the_time_axis_ladder_bounds_padding_and_shapes() -> None:
+    steps = {padded_length(n, 8) for n in range(1, 1025)}
+    assert sorted(steps)[:12] == [8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
+    assert len(steps) == 14  # then 768, 1024: two shapes per doubling
+    for n in range(1, 1025):
+        t = padded_length(n, 8)
+        assert t >= n and t % 8 == 0 and (t - n) <= max(7, t // 3)
+    assert padded_length(5, 32) == 32  # a coarser bucket is kept
