@@ -145,11 +145,7 @@ async def extract(request: Request, svc: ServiceDep) -> Any:
     t0 = time.perf_counter()
     require_json(request)
     parsed = parse_extract(await read_body(request, limit=svc.settings.max_body_bytes), svc.settings)
-    served = svc.slot.require()  # once: the request is accepted for this model
-    if parsed.model is not None and not served.matches(parsed.model):
-        raise wrong_model(parsed.model, served)
-    job = await svc.batcher.submit(parsed.texts, served=served, model=parsed.model)
-    result = await _wait(request, job)
+    result = await _run(request, svc, parsed.texts, parsed.model)
     if result is None:
         return Response(status_code=CLIENT_GONE)
     return {"model": result.model, "results": [{"entities": ents} for ents in result.entities],
@@ -163,16 +159,20 @@ async def documents(request: Request, svc: ServiceDep) -> Any:
     t0 = time.perf_counter()
     require_json(request)
     parsed = parse_documents(await read_body(request, limit=svc.settings.max_body_bytes), svc.settings)
-    served = svc.slot.require()
-    if parsed.model is not None and not served.matches(parsed.model):
-        raise wrong_model(parsed.model, served)
-    job = await svc.batcher.submit(parsed.texts, served=served, model=parsed.model)
-    result = await _wait(request, job)
+    result = await _run(request, svc, parsed.texts, parsed.model)
     if result is None:
         return Response(status_code=CLIENT_GONE)
     docs = document_results(parsed.documents, result.entities)
     content = format_output(parsed.documents, docs, parsed.output) if parsed.output else None
     return {"model": result.model, "documents": docs, "content": content, "timing": _timing(result, t0)}
+
+
+async def _run(request: Request, svc: Service, texts: list[str], model: str | None) -> JobResult | None:
+    """Texts through the batcher for the model served now; None when the client left first."""
+    served = svc.slot.require()  # once: the request is accepted for this model
+    if model is not None and not served.matches(model):
+        raise wrong_model(model, served)
+    return await _wait(request, await svc.batcher.submit(texts, served=served, model=model))
 
 
 def _timing(result: JobResult, t0: float) -> dict[str, Any]:

@@ -6,7 +6,11 @@ names) and shadow the real ``api`` package in the test process.  Module names he
 from __future__ import annotations
 
 import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from server_harness import BIN, REPO, free_port, start_server  # noqa: F401 (re-exported for the API tests)
 from server_harness import Server as RunningServer  # noqa: F401
@@ -19,3 +23,18 @@ MAIN_LIMITS = {"NERSERVICE_API_MAX_TEXTS": "16", "NERSERVICE_API_MAX_TEXT_CHARS"
 def copy_model(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
+
+
+@contextmanager
+def inprocess_client(settings: Any) -> Iterator[Any]:
+    """The real app (create_app) on ``settings`` through FastAPI's TestClient, once its model is loaded."""
+    from fastapi.testclient import TestClient
+
+    from api.main import create_app
+
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        deadline = time.monotonic() + 120
+        while c.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline, c.get("/readyz").text
+            time.sleep(0.05)
+        yield c

@@ -4,14 +4,13 @@ equal to the Extractor's on each passage; the formats as content; the same limit
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from api_harness import inprocess_client
 from fastapi.testclient import TestClient
 
-from api.main import create_app
 from api.settings import ApiSettings
 from nerservice.documents import read_documents
 
@@ -24,11 +23,7 @@ PUBTATOR = f"11|t|{TITLE}\n11|a|{ABSTRACT}\n11\t14\t31\tcolorectal cancer\tDisea
 def client(random_model_dir: Path) -> Iterator[TestClient]:
     settings = ApiSettings(model=str(random_model_dir), max_texts=4, max_text_chars=300, max_body_bytes=8192,
                            max_request_tokens=1000, max_queue_tokens=4000, max_piece_tokens=200)
-    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
-        deadline = time.monotonic() + 120
-        while c.get("/readyz").status_code != 200:
-            assert time.monotonic() < deadline, c.get("/readyz").text
-            time.sleep(0.05)
+    with inprocess_client(settings) as c:
         yield c
 
 

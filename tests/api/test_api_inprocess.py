@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from api_harness import inprocess_client
 from fastapi.testclient import TestClient
 
 from api.errors import CLIENT_ERRORS
-from api.main import create_app
 from api.settings import ApiSettings
 
 TOKEN = "inproc-" + "k" * 20
@@ -25,11 +25,7 @@ JSON = {"content-type": "application/json"}
 def client(random_model_dir: Path) -> Iterator[TestClient]:
     settings = ApiSettings(model=str(random_model_dir), admin_token=TOKEN, max_texts=8, max_text_chars=3000,
                            max_body_bytes=32768, max_request_tokens=1000, max_queue_tokens=4000, max_piece_tokens=200)
-    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
-        deadline = time.monotonic() + 120
-        while c.get("/readyz").status_code != 200:
-            assert time.monotonic() < deadline, c.get("/readyz").text
-            time.sleep(0.05)
+    with inprocess_client(settings) as c:
         yield c
 
 
