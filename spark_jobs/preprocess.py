@@ -13,7 +13,10 @@ from nerservice.distributed.session import run_main
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="preprocess.py", description=__doc__.split("\n\n")[1])
-    p.add_argument("--train", nargs="+", required=True, help="training corpus files/globs")
+    p.add_argument("--train", nargs="+", help="training corpus files/globs")
+    p.add_argument("--corpora", metavar="FILE", help="instead of --train/--dev/--test: a corpora config "
+                   "(nerservice.corpora.v1); writes OUT/<corpus>/ per corpus and OUT/corpora.json, which "
+                   "train.py --data OUT trains as one model with one CRF head per corpus")
     p.add_argument("--dev", nargs="+", default=[], help="dev corpus files/globs")
     p.add_argument("--test", nargs="+", default=[], help="test corpus files/globs")
     p.add_argument("--split", help="TRAIN,DEV[,TEST] ratios dividing the --train inputs by a seeded content "
@@ -47,12 +50,18 @@ def main(argv: list[str] | None = None) -> None:
     from nerservice.distributed.word2vec import Word2VecOptions
     from nerservice.documents.align import parse_label_map
 
+    if bool(args.corpora) == bool(args.train):
+        from nerservice.errors import ConfigError
+
+        raise ConfigError("preprocess needs --train (with --dev/--test) or --corpora FILE, not both")
     w2v = (Word2VecOptions(dim=args.word2vec, min_count=args.w2v_min_count, window=args.w2v_window,
                            iterations=args.w2v_iterations, seed=args.seed) if args.word2vec else None)
     req = PreprocessRequest(out=args.out, train=args.train, dev=args.dev, test=args.test, split=args.split,
                             seed=args.seed, fmt=args.fmt, scheme=args.scheme, overwrite=args.overwrite,
                             word2vec=w2v, unlabeled=args.unlabeled, label_map=parse_label_map(args.label_map),
                             sentences=args.sentences)
+    if args.corpora:
+        return preprocess_corpora(args, w2v)
     spark = get_session("nerservice-preprocess")
     try:
         stats = run_preprocess(spark, req)
@@ -62,6 +71,21 @@ def main(argv: list[str] | None = None) -> None:
           v["tokens"], "entities": v["entities"]} for k, v in stats["splits"].items()},
           "word2vec": stats.get("word2vec"), "seconds": stats["seconds"], "tokens_per_s": stats["tokens_per_s"]},
           indent=2), flush=True)
+
+
+def preprocess_corpora(args: argparse.Namespace, w2v: object) -> None:
+    from nerservice.distributed.multi_corpora import preprocess_corpora as run
+    from nerservice.distributed.session import get_session
+    from nerservice.multi.config import CorporaConfig
+
+    config = CorporaConfig.load(args.corpora)  # every check that needs no Spark, before the session starts
+    spark = get_session("nerservice-preprocess")
+    try:
+        stats = run(spark, config, out=args.out, overwrite=args.overwrite, seed=args.seed, word2vec=w2v)
+    finally:
+        spark.stop()
+    print(json.dumps({name: {"accounting": s["accounting"], "splits": {k: {"sentences": v["sentences"], "entities":
+          v["entities"]} for k, v in s["splits"].items()}} for name, s in stats.items()}, indent=2), flush=True)
 
 
 if __name__ == "__main__":

@@ -15,11 +15,13 @@ from typing import Any
 from nerservice.config import NerConfig
 
 
-def shard_of_epoch(lengths: Sequence[int], config: NerConfig, *, epoch: int, rank: int, world: int) -> dict[str, Any]:
-    """Sentences, tokens and steps worker ``rank`` trains on in ``epoch`` (0-based)."""
+def shard_of_epoch(lengths: Sequence[int], config: NerConfig, *, epoch: int, rank: int, world: int,
+                   plan: list[Any] | None = None) -> dict[str, Any]:
+    """Sentences, tokens and steps worker ``rank`` trains on in ``epoch`` (0-based); ``plan``: that epoch's
+    global batches when they are not ``epoch_plan``'s (multi-corpus training)."""
     from nerservice.training.loop import epoch_plan
 
-    plan = epoch_plan(lengths, config, epoch, world)
+    plan = plan if plan is not None else epoch_plan(lengths, config, epoch, world)
     mine = [int(i) for batch in plan for i in batch[rank::world]]
     return {"steps": len(plan), "sentences": len(mine), "tokens": int(sum(lengths[i] for i in mine)),
             "global_sentences": int(sum(len(b) for b in plan))}

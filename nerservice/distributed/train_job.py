@@ -14,9 +14,11 @@ from typing import Any
 from nerservice.config import NerConfig
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.faults import KillPlan
+from nerservice.distributed.multi_corpora import CORPORA_FILE, corpora_from_rows, flat_splits
 from nerservice.distributed.worker import BACKENDS, Row, TrainSpec, barrier_task, read_attempts
 from nerservice.embeddings import KUMO_ALIASES, vector_sources
 from nerservice.errors import ConfigError, CorpusError, DistributedError, EmbeddingsError
+from nerservice.multi.config import CorporaConfig
 from nerservice.training.scaling import Mode, Rule, describe, scale_config
 
 # Applied unless spark-submit sets them (session.get_session).
@@ -59,6 +61,20 @@ def read_splits(spark: Any, data_dir: str) -> dict[str, list[Row]]:
     return out
 
 
+def read_multi(spark: Any, data_dir: str) -> tuple[CorporaConfig, dict[str, dict[str, list[Row]]]]:
+    """A ``preprocess.py --corpora`` output: the corpora config and every corpus's rows, checked on the
+    driver (label sets, label maps) before any worker starts."""
+    uri = hadoopfs.join(data_dir, CORPORA_FILE)
+    text = spark.sparkContext.wholeTextFiles(uri).collect()[0][1]
+    try:
+        corpora = CorporaConfig.from_dict(json.loads(text), where=uri, files=False)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{uri}: not JSON ({exc})") from None
+    data = {spec.name: read_splits(spark, hadoopfs.join(data_dir, spec.name)) for spec in corpora.corpora}
+    corpora_from_rows(corpora, data)
+    return corpora, data
+
+
 def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config: NerConfig,
                  embeddings: str | list[str] | None = None, register: str | None = None, promote: str | None = None,
                  resume: bool = True, collective_timeout_s: float = 600.0, kill: KillPlan | None = None,
@@ -78,7 +94,12 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
     sc = spark.sparkContext
     out = local_out_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = read_splits(spark, data_dir)
+    corpora: CorporaConfig | None = None
+    if hadoopfs.exists(spark, hadoopfs.join(data_dir, CORPORA_FILE)):  # one model, one head per corpus
+        corpora, per_corpus = read_multi(spark, data_dir)
+        data: Any = per_corpus
+    else:
+        data = read_splits(spark, data_dir)
     sources = vector_sources(embeddings)
     shipped: list[bool] = []
     for src in sources:
@@ -93,6 +114,7 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
                      embeddings_shipped=shipped, register=register, promote=promote, resume=resume,
                      collective_timeout_s=collective_timeout_s, kill=kill, backend=backend,
                      scaling=describe(base, config, world, scaling, rule),
+                     corpora=corpora.model_dump(mode="json") if corpora else None,
                      sources={"data": data_dir, "embeddings": embeddings, "workers": world, "scaling": scaling,
                               "backend": backend})
     broadcast = sc.broadcast(data)
@@ -104,7 +126,9 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
         results = [json.loads(r) for r in stage.repartition(1).collect()]
     finally:
         broadcast.destroy()
-    summary = summarize(results, data=data, seconds=time.perf_counter() - started)
+    summary = summarize(results, data=flat_splits(data) if corpora else data, seconds=time.perf_counter() - started)
+    if corpora:
+        summary["corpora"] = corpora.names
     # Every start of the stage in this output folder (earlier jobs included); a retry adds a line.
     summary["attempts"] = read_attempts(out)
     (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from nerservice.data import Sentence
 from nerservice.distributed.environ import scoped_environ
 from nerservice.distributed.faults import KillPlan, arm
@@ -52,6 +54,9 @@ class TrainSpec:
     kill: KillPlan | None = None
     backend: str = "tensorflow"  # Keras backend of the workers: "tensorflow" or "jax"
     scaling: dict[str, Any] = field(default_factory=dict)  # training.scaling.describe(): into the summary
+    # A multi-corpus job (``preprocess.py --corpora``): the corpora config; the data is then
+    # {corpus: {split: rows}} and the worker runs ``train_multi``.
+    corpora: dict[str, Any] | None = None
 
 
 Row = tuple[list[str], list[str], str, int]  # tokens, tags, file, line
@@ -63,8 +68,6 @@ def sentences_from_rows(rows: list[Row]) -> list[Sentence]:
 
 def weights_digest(model: Any) -> str:
     """sha256 over every weight's shape, dtype and bytes, in model order."""
-    import numpy as np
-
     h = hashlib.sha256()
     for w in model.get_weights():
         a = np.ascontiguousarray(np.asarray(w))
@@ -184,9 +187,6 @@ def _train(spec: TrainSpec, data: dict[str, list[Row]], *, rank: int, peers: lis
     limit_tensorflow_threads(task_cpus())
     config = NerConfig.from_dict(spec.config)
     strategy = _strategy(spec, peers, rank, config.training.batch_size)
-    train_s = sentences_from_rows(data["train"])
-    dev_s = sentences_from_rows(data["dev"])
-    test_s = sentences_from_rows(data["test"]) if data.get("test") else None
     embeddings: list[str] = []
     for src, shipped in zip(spec.embeddings, spec.embeddings_shipped):
         if shipped:  # resolve the executor's local copy
@@ -201,13 +201,32 @@ def _train(spec: TrainSpec, data: dict[str, list[Row]], *, rank: int, peers: lis
 
         store_cb = StoreCallback(ModelStore.from_env(), name=spec.register, config=config)
     armed = arm(spec.kill, rank=rank, out_dir=Path(spec.out_dir))
-    outcome = train(config, train_data=train_s, dev_data=dev_s, test_data=test_s, embeddings=embeddings or None,
-                    out_dir=spec.out_dir, sources=spec.sources, callbacks=[store_cb] if store_cb else [],
-                    resume=spec.resume, progress=chief, strategy=strategy, rank=rank, world=spec.world)
-    lengths = [len(s.tokens) for s in train_s]
+    common: dict[str, Any] = dict(
+        embeddings=embeddings or None, out_dir=spec.out_dir, sources=spec.sources,
+        callbacks=[store_cb] if store_cb else [], resume=spec.resume, progress=chief, strategy=strategy, rank=rank,
+        world=spec.world)
+    if spec.corpora is not None:
+        from nerservice.distributed.multi_corpora import corpora_from_rows
+        from nerservice.multi.config import CorporaConfig
+        from nerservice.multi.trainer import corpus_plan, train_multi
+
+        corpora_config = CorporaConfig.from_dict(spec.corpora, files=False)
+        corpora = corpora_from_rows(corpora_config, data)
+        outcome = train_multi(config, corpora_config, corpora, **common)
+        lengths = [len(s.tokens) for c in corpora for s in c.train]
+        plan = None
+        if corpora_config.batching == "per-corpus":
+            bounds = np.cumsum([0] + [len(c.train) for c in corpora])
+            plan = corpus_plan([np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])], np.array(lengths),
+                               config, 0, spec.world)
+    else:
+        train_s = sentences_from_rows(data["train"])
+        outcome = train(config, train_data=train_s, dev_data=sentences_from_rows(data["dev"]),
+                        test_data=sentences_from_rows(data["test"]) if data.get("test") else None, **common)
+        lengths, plan = [len(s.tokens) for s in train_s], None
     result: dict[str, Any] = {
         "weights_digest": weights_digest(outcome.model),
-        "shard_epoch1": shard_of_epoch(lengths, config, epoch=0, rank=rank, world=spec.world),
+        "shard_epoch1": shard_of_epoch(lengths, config, epoch=0, rank=rank, world=spec.world, plan=plan),
         "epochs_completed": len(outcome.history), "stopped_reason": outcome.stopped_reason,
         "loop_seconds": round(outcome.seconds, 3), "fault_armed": armed, "backend": spec.backend,
     }

@@ -64,8 +64,9 @@ class CorporaConfig(_Strict):
         return [c.name for c in self.corpora]
 
     @classmethod
-    def from_dict(cls, data: Any, *, base_dir: str | Path | None = None, where: str = "corpora config"
-                  ) -> "CorporaConfig":
+    def from_dict(cls, data: Any, *, base_dir: str | Path | None = None, where: str = "corpora config",
+                  files: bool = True) -> "CorporaConfig":
+        """``files=False``: the split files are not looked at (a Spark worker gets the corpora as data)."""
         try:
             config = cls.model_validate(data)
         except ValidationError as exc:
@@ -73,7 +74,7 @@ class CorporaConfig(_Strict):
             raise ConfigError(f"invalid {where}: {detail}") from None
         if base_dir is not None:
             config = config.resolved(Path(base_dir))
-        config.check()
+        config.check(files=files)
         return config
 
     @classmethod

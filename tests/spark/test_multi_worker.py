@@ -1,0 +1,48 @@
+"""Multi-corpus training in the barrier task body (no Spark: ``run_local``'s FolderBarrier): two
+TensorFlow workers with the synchronous all-reduce end with identical weights and the losses of one worker, and
+rank 0 writes a multi-corpus model with one head per corpus."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import tiny_config, write_two_corpora
+
+pytestmark = [pytest.mark.slow]
+
+
+def _rows(sentences):  # noqa: ANN001, ANN202
+    return [[list(s.tokens), list(s.tags), s.file, s.line] for s in sentences]
+
+
+def test_two_workers_train_one_multi_corpus_model(tmp_path: Path) -> None:
+    from nerservice.data import read_corpus
+    from nerservice.distributed.local_barrier import run_local
+    from nerservice.distributed.worker import TrainSpec
+    from nerservice.multi.config import CorporaConfig
+    from nerservice.saved_model import MULTI_FORMAT
+
+    config_file = write_two_corpora(tmp_path / "c", sizes=(64, 16, 16))
+    corpora = CorporaConfig.load(config_file)
+    data = {spec.name: {split: _rows(read_corpus(path).sentences) for split, path in spec.paths().items()}
+            for spec in corpora.corpora}
+    config = tiny_config().with_overrides({"training.epochs": 2, "model.lstm_layers": 1, "model.dropout": 0.3})
+    runs = {}
+    for world in (2, 1):
+        spec = TrainSpec(config=config.model_dump(mode="json"), out_dir=str(tmp_path / f"world{world}"),
+                         world=world, resume=False, collective_timeout_s=300,
+                         corpora=corpora.model_dump(mode="json"))
+        runs[world] = run_local(spec, data)
+    two, one = runs[2], runs[1]
+    assert two[0]["weights_digest"] == two[1]["weights_digest"]
+    # The same training as one process up to float summation order (all-reduce vs one batch sum).
+    losses = [[h["loss"] for h in r["history"]] for r in (two[0], one[0])]
+    assert losses[0] == pytest.approx(losses[1], rel=1e-4)
+    # Each worker trained half of every global batch, and every batch came from one corpus.
+    assert two[0]["shard_epoch1"]["steps"] == one[0]["shard_epoch1"]["steps"]
+    assert two[0]["shard_epoch1"]["sentences"] + two[1]["shard_epoch1"]["sentences"] == \
+        one[0]["shard_epoch1"]["sentences"]
+    assert set(two[0]["dev"]["per_corpus"]) == {"dis", "chem"}
+    manifest = json.loads((tmp_path / "world2" / "model-best" / "manifest.json").read_text())
+    assert manifest["format"] == MULTI_FORMAT
