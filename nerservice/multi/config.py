@@ -120,7 +120,7 @@ class CorporaConfig(_Strict):
                 targets[target] = source
             if files:
                 for split, path in c.paths().items():
-                    if "://" not in path and not Path(path).is_file():
+                    if "://" not in path and not Path(path).exists():  # a BRAT corpus is a folder
                         raise MissingSplitError(f"corpus {c.name!r}: {split} split {path} does not exist",
                                                 hint="fix the path in the corpora config (relative paths are "
                                                 "relative to the config file)", corpus=c.name, split=split,
