@@ -2,6 +2,7 @@
 and a tiny random-weight model built without training (fast tier)."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -74,3 +75,23 @@ def tiny_ensemble_dir(tiny_model_dir: Path, contrary_member_dir: Path, tmp_path_
     from nerservice.artifacts.ensemble_folder import save_ensemble
 
     return save_ensemble(tmp_path_factory.mktemp("ensemble") / "ens", [tiny_model_dir, contrary_member_dir])
+
+
+@pytest.fixture(scope="session")
+def tiny_multi_corpora(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two synthetic corpora with different label sets and their corpora config (helpers.write_two_corpora)."""
+    from helpers import write_two_corpora
+
+    return write_two_corpora(tmp_path_factory.mktemp("two-corpora"))
+
+
+@pytest.fixture(scope="session")
+def tiny_multi_run(tiny_multi_corpora: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A multi-corpus model trained for real through `nerservice train --corpora` (the run folder)."""
+    from nerservice.cli.main import main
+
+    out = tmp_path_factory.mktemp("multi-run")
+    sets = [x for k, v in {**TINY_OVERRIDES, "training.patience": 3}.items()
+            for x in ("--set", f"{k}={json.dumps(v)}")]
+    assert main(["train", "--corpora", str(tiny_multi_corpora), "--out", str(out), "--quiet", *sets]) == 0
+    return out

@@ -94,16 +94,7 @@ def run(args: argparse.Namespace) -> int:
         callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet,
     )
     promote(args, callbacks)
-    if args.json:
-        print(json.dumps({"dev": outcome.dev, "test": outcome.test, "best_epoch": outcome.best_epoch,
-                          "model_dir": str(outcome.best_dir)}, indent=2))
-        return 0
-    print(f"\nstopped: {outcome.stopped_reason}; best epoch {outcome.best_epoch}; {outcome.seconds / 60:.1f} min")
-    print_scores("dev", outcome.dev)
-    if outcome.test:
-        print_scores("test", outcome.test)
-    print(f"\nmodel: {outcome.best_dir}")
-    return 0
+    return report(args, outcome, print_scores)
 
 
 def store_callbacks(args: argparse.Namespace, config: Any) -> list[Any]:
@@ -141,16 +132,20 @@ def run_multi(args: argparse.Namespace, config: Any) -> int:
         use_data_parallel(args.data_parallel)
     callbacks = store_callbacks(args, config)
     outcome = train_multi(config, corpora_config, corpora, embeddings=config.model.embeddings, out_dir=args.out,
-                          sources={"corpora": args.corpora, "embeddings": args.embeddings}, callbacks=callbacks,
+                          sources={"corpora": args.corpora, "embeddings": config.model.embeddings}, callbacks=callbacks,
                           resume=not args.no_resume, progress=not args.quiet)
     promote(args, callbacks)
+    return report(args, outcome, print_corpus_scores)
+
+
+def report(args: argparse.Namespace, outcome: Any, print_metrics: Any) -> int:
     if args.json:
         print(json.dumps({"dev": outcome.dev, "test": outcome.test, "best_epoch": outcome.best_epoch,
                           "model_dir": str(outcome.best_dir)}, indent=2))
         return 0
     print(f"\nstopped: {outcome.stopped_reason}; best epoch {outcome.best_epoch}; {outcome.seconds / 60:.1f} min")
-    print_corpus_scores("dev", outcome.dev)
+    print_metrics("dev", outcome.dev)
     if outcome.test:
-        print_corpus_scores("test", outcome.test)
+        print_metrics("test", outcome.test)
     print(f"\nmodel: {outcome.best_dir}")
     return 0

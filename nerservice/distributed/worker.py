@@ -104,7 +104,7 @@ def barrier_task(spec: TrainSpec, data: Any) -> Any:
     return task
 
 
-def run_worker(spec: TrainSpec, data: dict[str, list[Row]], context: Any) -> dict[str, Any]:
+def run_worker(spec: TrainSpec, data: dict[str, Any], context: Any) -> dict[str, Any]:
     rank, peers = rendezvous(context, world=spec.world)
     out = Path(spec.out_dir)
     resumed_from = agree(context, run_checkpoint_epoch(out) if spec.resume else 0,
@@ -177,7 +177,8 @@ def _tf_strategy(spec: TrainSpec) -> Any:
     return strategy
 
 
-def _train(spec: TrainSpec, data: dict[str, list[Row]], *, rank: int, peers: list[Peer]) -> dict[str, Any]:
+def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer]) -> dict[str, Any]:
+    """``data``: {split: rows}, or {corpus: {split: rows}} when ``spec.corpora`` is set."""
     if spec.world > 1 and spec.backend == "tensorflow" and "tensorflow" in sys.modules and not _STRATEGY_CREATED:
         print("warning: TensorFlow was imported before TF_CONFIG was set in this worker", file=sys.stderr)
     from nerservice.config import NerConfig

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nerservice.errors import ConfigError, DuplicateCorpusError, LabelMapError, MissingSplitError
 
-CORPORA_VERSION = "nerservice.corpora.v1"
+CORPORA_VERSION: Literal["nerservice.corpora.v1"] = "nerservice.corpora.v1"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"  # also a metric-key and file-name safe word
 SPLITS = ("train", "dev", "test")
 

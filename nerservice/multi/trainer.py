@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from nerservice.artifacts.layout import BEST, CHECKPOINT, LAST, PLOT
 from nerservice.config import NerConfig
+from nerservice.model.batching import bucketed_batches
 from nerservice.multi.config import CorporaConfig
 from nerservice.multi.corpora import CorpusSplits, namespaced, tag_vocabulary
 from nerservice.multi.evaluation import evaluate_heads
 from nerservice.text.vocab import Vocabularies
-from nerservice.artifacts.layout import BEST, CHECKPOINT, LAST, PLOT
-from nerservice.model.batching import bucketed_batches
 from nerservice.training.trainer import TrainCallback, TrainOutcome, config_with_vectors, vocabularies_with_vectors
 
 OVERLAP_RULE = "highest-mean-marginal, then longest, then corpus order, then start"  # nerservice/model/heads.py
@@ -65,14 +65,13 @@ def train_multi(
 ) -> TrainOutcome:
     """Train one model on ``corpora`` (from ``read_corpora``); same distributed contract as ``train``."""
     from nerservice import backend
+    from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
+    from nerservice.artifacts.model_folder import load_model_folder, save_model
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.multi.tagger import build_multi_tagger
-    from nerservice.artifacts.formats import load_model
-    from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
-    from nerservice.artifacts.model_folder import save_model
-    from nerservice.training.history import plot_writer
     from nerservice.training.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
+    from nerservice.training.history import plot_writer
     from nerservice.training.loop import LoopState, run_epochs
     from nerservice.training.steps import make_train_step
 
@@ -145,7 +144,7 @@ def train_multi(
                            seconds=result.seconds, lineage=lineage, vocab_stats=vocab_stats, model=model)
     if not chief:
         return outcome
-    best = load_model(out / BEST)
+    best = load_model_folder(out / BEST)
     best_pred = best.predictor(batch_size=config.training.eval_batch_size)
     outcome.dev = evaluate_heads(best_pred, dev_sets)
     tests = {c.name: c.test for c in corpora if c.test}

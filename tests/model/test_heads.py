@@ -58,10 +58,10 @@ def test_each_head_decodes_with_its_own_crf_block() -> None:
 
 @pytest.mark.parametrize("head", [0, 1])
 def test_training_loss_of_a_sentence_is_its_heads_crf(head: int) -> None:
+    from helpers import encode_batch
     from keras import ops
 
     from nerservice.multi.tagger import build_multi_tagger
-    from helpers import encode_batch
     from nerservice.text.vocab import Vocabulary
 
     vocabs = Vocabularies(words=Vocabulary(["aspirin", "causes", "asthma"]), chars=Vocabulary(list("aspirncuthm")),

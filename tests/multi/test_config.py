@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 from helpers import write_two_corpora
 
-from nerservice.errors import (ConfigError, DuplicateCorpusError, EmptyLabelSetError, LabelMapError,
-                               MissingSplitError)
+from nerservice.errors import ConfigError, DuplicateCorpusError, EmptyLabelSetError, LabelMapError, MissingSplitError
 from nerservice.multi.config import CorporaConfig
 from nerservice.multi.corpora import read_corpora
 
@@ -18,7 +17,7 @@ def corpora_file(tmp_path: Path) -> Path:
     return write_two_corpora(tmp_path / "c", sizes=(30, 10, 10))
 
 
-def edit(path: Path, change) -> Path:  # noqa: ANN001
+def edit(path: Path, change) -> Path:
     data = json.loads(path.read_text())
     change(data)
     path.write_text(json.dumps(data))

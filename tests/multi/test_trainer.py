@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import TINY_OVERRIDES, write_two_corpora
 
 from nerservice.cli.main import main
 
@@ -15,16 +14,13 @@ TEXT = "Patients with breast cancer were treated with cisplatin ."
 
 
 @pytest.fixture(scope="module")
-def corpora_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_two_corpora(tmp_path_factory.mktemp("two-corpora"))
+def corpora_file(tiny_multi_corpora: Path) -> Path:
+    return tiny_multi_corpora
 
 
 @pytest.fixture(scope="module")
-def multi_run(corpora_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("multi-run")
-    sets = [x for k, v in {**TINY_OVERRIDES, "training.patience": 3}.items() for x in ("--set", f"{k}={v}")]
-    assert main(["train", "--corpora", str(corpora_file), "--out", str(out), "--quiet", *sets]) == 0
-    return out
+def multi_run(tiny_multi_run: Path) -> Path:
+    return tiny_multi_run
 
 
 def test_each_corpus_learns_its_own_labels(multi_run: Path) -> None:
@@ -79,9 +75,9 @@ def test_predict_cli_gives_all_types(multi_run: Path, tmp_path: Path, capsys) ->
 
 
 def test_ensemble_of_multi_models(multi_run: Path, tmp_path: Path) -> None:
-    from nerservice.inference import Extractor
     from nerservice.artifacts.ensemble_folder import save_ensemble
     from nerservice.artifacts.formats import load_model
+    from nerservice.inference import Extractor
 
     out = save_ensemble(tmp_path / "ens", [multi_run / "model-best", multi_run / "model-last"])
     ens = load_model(out)
@@ -106,9 +102,9 @@ def test_store_registers_and_serves_a_multi_model(multi_run: Path, tmp_path: Pat
 def test_a_multi_folder_with_its_corpora_file_removed_does_not_load(multi_run: Path, tmp_path: Path) -> None:
     import shutil
 
-    from nerservice.errors import IntegrityError
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.layout import MULTI
+    from nerservice.errors import IntegrityError
 
     broken = tmp_path / "broken"
     shutil.copytree(multi_run / "model-best", broken)

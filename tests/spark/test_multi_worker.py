@@ -12,16 +12,16 @@ from helpers import tiny_config, write_two_corpora
 pytestmark = [pytest.mark.slow]
 
 
-def _rows(sentences):  # noqa: ANN001, ANN202
+def _rows(sentences):
     return [[list(s.tokens), list(s.tags), s.file, s.line] for s in sentences]
 
 
 def test_two_workers_train_one_multi_corpus_model(tmp_path: Path) -> None:
+    from nerservice.artifacts.layout import MULTI_FORMAT
     from nerservice.data import read_corpus
     from nerservice.distributed.local_barrier import run_local
     from nerservice.distributed.worker import TrainSpec
     from nerservice.multi.config import CorporaConfig
-    from nerservice.saved_model import MULTI_FORMAT
 
     config_file = write_two_corpora(tmp_path / "c", sizes=(64, 16, 16))
     corpora = CorporaConfig.load(config_file)

@@ -14,9 +14,9 @@ from .test_spark_jobs import overrides
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path) -> None:  # noqa: ANN001
+def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path) -> None:
+    from nerservice.artifacts.layout import MULTI_FORMAT
     from nerservice.inference import Extractor
-    from nerservice.saved_model import MULTI_FORMAT
 
     config = write_two_corpora(tmp_path / "corpora", sizes=(160, 40, 40))
     prep = tmp_path / "prep"
