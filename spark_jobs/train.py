@@ -5,6 +5,8 @@ TensorFlow MultiWorkerMirroredStrategy worker (or, with --backend jax, one proce
 job) running the core training loop. Rank 0 evaluates, checkpoints
 to --out (shared storage), and with --register logs to the model store and registers the best model.
 A retried stage resumes from the last checkpoint. Prints the summary JSON (also --out/summary.json).
+A --data folder written by ``preprocess.py --corpora`` (it holds corpora.json) trains one multi-corpus model,
+one CRF head per corpus, in the same barrier stage.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from nerservice.distributed.session import run_main
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="train.py", description=__doc__.split("\n\n")[1])
-    p.add_argument("--data", required=True, help="output folder of preprocess.py (train/, dev/, test/)")
+    p.add_argument("--data", required=True, help="output folder of preprocess.py (train/, dev/, test/; or "
+                   "<corpus>/ folders and corpora.json from preprocess.py --corpora)")
     p.add_argument("--out", required=True, help="training output: a POSIX path every executor sees")
     p.add_argument("--workers", type=int, default=1, help="barrier tasks = training processes (default 1)")
     p.add_argument("--config", help="config JSON")
