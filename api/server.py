@@ -120,6 +120,7 @@ def serve(settings: ApiSettings, *, host: str, port: int, log_level: str = "info
 
     # One process: the model is loaded once and its single inference thread owns the CPU cores; more
     # uvicorn workers would each load a copy and fight over the same cores.
+    # ws="none": the API has no WebSocket route, so an upgrade request is just an HTTP request.
     uvicorn.run(create_app(settings), host=host, port=port, log_level=log_level, access_log=access_log,
-                http=guarded(settings), timeout_keep_alive=settings.keep_alive_s, timeout_graceful_shutdown=10,
-                **uvicorn_options)
+                http=guarded(settings), ws="none", timeout_keep_alive=settings.keep_alive_s,
+                timeout_graceful_shutdown=10, **uvicorn_options)

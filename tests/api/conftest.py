@@ -54,10 +54,9 @@ def demo_texts(demo_corpus: dict[str, Path]) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def random_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from random_model import build_random_model
-
-    return build_random_model(tmp_path_factory.mktemp("random-model") / "random")
+def random_model_dir(tiny_random_model_dir: Path) -> Path:
+    """The fast tier's random-weight model (tests/conftest.py); other variants: tests/random_model.py."""
+    return tiny_random_model_dir
 
 
 @pytest.fixture(scope="session")

@@ -94,7 +94,7 @@ def test_models_shows_paths_only_to_the_admin(client: TestClient, random_model_d
     public = client.get("/v1/models")
     assert public.status_code == 200
     assert str(random_model_dir) not in public.text and str(random_model_dir.parent) not in public.text
-    assert public.json()["model"]["name"] == "random" and public.json()["ref"] is None
+    assert public.json()["model"]["name"] == random_model_dir.name and public.json()["ref"] is None
     admin = client.get("/v1/models", headers={"Authorization": f"Bearer {TOKEN}"}).json()
     assert admin["model"]["path"] == str(random_model_dir) and admin["ref"] == str(random_model_dir)
     wrong = client.get("/v1/models", headers={"Authorization": "Bearer nope"})
