@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from nerservice.distributed.session import run_main
 
@@ -30,6 +31,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--register", metavar="NAME", help="register the best model in the model store as NAME")
     p.add_argument("--promote", metavar="ALIAS", help="with --register: move ALIAS (e.g. production) to the "
                    "new version unless its dev F1 is worse than the current holder's")
+    p.add_argument("--final", action="store_true", help="final-model recipe (as `nerservice train --final`): one "
+                   "stage trains on train with early stopping on dev to find the epoch count E (--out/phase1), a "
+                   "second trains on train + dev for exactly E epochs and keeps --out/model-last (registered with "
+                   "--register); both phases are recorded in its lineage.json")
     p.add_argument("--no-resume", action="store_true", help="ignore an existing --out/checkpoint")
     p.add_argument("--collective-timeout", type=float, default=600.0, metavar="S",
                    help="seconds a worker waits for its peers in one all-reduce before failing the stage")
@@ -47,6 +52,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def final_recipe(spark: Any, args: argparse.Namespace, config: Any, embeddings: list[str], kill: Any) -> dict[str, Any]:
+    from nerservice.distributed.train_job import local_out_dir, spark_runner
+    from nerservice.training.recipes import run_recipe
+
+    runner = spark_runner(spark, data_dir=args.data, world=args.workers, register=args.register, final=True,
+                          embeddings=embeddings, resume=not args.no_resume,
+                          collective_timeout_s=args.collective_timeout, kill=kill, backend=args.backend,
+                          scaling=args.scaling, rule=args.lr_rule)
+    result = run_recipe(runner, config, local_out_dir(args.out), final=True)
+    last = result.runs[-1]
+    return {"recipe": result.record, "model_dir": str(result.model_dir), "test": last.test,
+            "runs": [{"model_dir": str(r.model_dir), "epochs_run": r.epochs_run, "kept_epoch": r.best_epoch,
+                      "stopped_reason": r.stopped_reason, "minutes": round(r.seconds / 60, 2)} for r in result.runs]}
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     from nerservice.config import NerConfig
@@ -54,18 +74,25 @@ def main(argv: list[str] | None = None) -> None:
     from nerservice.distributed.session import get_session
     from nerservice.distributed.train_job import TRAIN_DEFAULTS, run_training
     from nerservice.embeddings import resolve_sources
+    from nerservice.errors import ConfigError
 
     config = NerConfig.load(args.config) if args.config else NerConfig()
     if args.set:
         config = config.with_overrides(args.set)
     embeddings = resolve_sources(config.model.embeddings, args.embeddings)  # defaults: the same as `nerservice train`
     kill = KillPlan.parse(args.inject_kill) if args.inject_kill else None
+    if args.final and args.promote:
+        raise ConfigError("--promote with --final: the final model's dev F1 is a training-set figure",
+                          hint="promote it by hand: nerservice models promote")
     spark = get_session("nerservice-train", defaults=TRAIN_DEFAULTS)
     try:
-        summary = run_training(spark, data_dir=args.data, out_dir=args.out, world=args.workers, config=config,
-                               embeddings=embeddings, register=args.register, promote=args.promote,
-                               resume=not args.no_resume, collective_timeout_s=args.collective_timeout, kill=kill,
-                               backend=args.backend, scaling=args.scaling, rule=args.lr_rule)
+        if args.final:
+            summary = final_recipe(spark, args, config, embeddings, kill)
+        else:
+                summary = run_training(spark, data_dir=args.data, out_dir=args.out, world=args.workers, config=config,
+                                   embeddings=embeddings, register=args.register, promote=args.promote,
+                                   resume=not args.no_resume, collective_timeout_s=args.collective_timeout,
+                                   kill=kill, backend=args.backend, scaling=args.scaling, rule=args.lr_rule)
     finally:
         spark.stop()
     print(json.dumps(summary, indent=2), flush=True)

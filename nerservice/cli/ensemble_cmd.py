@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from nerservice.artifacts.resolve import resolve_dir
 from nerservice.cli.common import add_corpus_options, print_scores, read
@@ -28,20 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nerservice.errors import ConfigError
-    from nerservice.artifacts.ensemble_folder import LoadedEnsemble, save_ensemble
-    from nerservice.artifacts.formats import load_model
-    from nerservice.training.trainer import evaluator
+    from nerservice.training.recipes import save_evaluated_ensemble
 
     if len(args.members) < 2:
         raise ConfigError("an ensemble needs two or more member models", members=args.members)
     dirs = [resolve_dir(m) for m in args.members]
-    splits = {name: read(paths, args) for name, paths in (("dev", args.dev), ("test", args.test)) if paths}
-    loaded = [load_model(d) for d in dirs]  # verified here once; save_ensemble reuses them
-    metrics = {}
-    if splits:  # evaluated before anything is written: a failure leaves no half-made ensemble behind
-        predictor = LoadedEnsemble(Path(args.out), loaded).predictor()
-        metrics = {name: evaluator(predictor, corpus.sentences) for name, corpus in splits.items()}
-    out = save_ensemble(args.out, dirs, metrics=metrics, sources=args.members, loaded=loaded)
+    splits = {name: read(paths, args).sentences for name, paths in (("dev", args.dev), ("test", args.test)) if paths}
+    out, metrics = save_evaluated_ensemble(args.out, dirs, splits, sources=args.members)
     if args.json:
         print(json.dumps(metrics, indent=2))
         return 0

@@ -34,6 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="config override, e.g. --set model.lstm_layers=2 (repeatable)")
     for flag, key in SHORTHANDS.items():
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, default=None, help=f"shorthand for --set {key}=...")
+    p.add_argument("--final", action="store_true", help="final-model recipe: phase 1 trains on --train with early "
+                   "stopping on --dev to find the epoch count E (OUT/phase1), phase 2 trains a fresh model on "
+                   "train + dev for exactly E epochs and keeps OUT/model-last (no selection on dev, which is then "
+                   "training data); both phases are recorded in its lineage.json")
+    p.add_argument("--seeds", type=int, default=1, metavar="N", help="train N models (seeds S..S+N-1, S = "
+                   "training.seed; with --final phase 1 runs once) into OUT/seed-S and save them as one ensemble "
+                   "folder OUT/ensemble, evaluated on dev and test")
     p.add_argument("--no-resume", action="store_true", help="start fresh even if OUT/checkpoint exists")
     p.add_argument("--register", metavar="NAME", help="register model-best in the model store under NAME")
     p.add_argument("--promote", metavar="ALIAS", help="with --register: point ALIAS at the new version if its "
@@ -63,17 +70,27 @@ def effective_config(args: argparse.Namespace):  # -> NerConfig
 
 
 def run(args: argparse.Namespace) -> int:
+    from nerservice.errors import ConfigError
+
     config = effective_config(args)
     if args.print_config:
         print(config.to_json())
         return 0
     if args.corpora:
+        if args.final or args.seeds != 1:
+            raise ConfigError("--final and --seeds train single-corpus models; not with --corpora (yet)")
         return run_multi(args, config)
     if not (args.train and args.dev):
-        from nerservice.errors import ConfigError
-
         raise ConfigError("train needs --train and --dev (or --corpora)")
-    from nerservice.training.trainer import train
+    if args.seeds < 1:
+        raise ConfigError(f"--seeds {args.seeds}: need at least 1")
+    if args.register and args.seeds > 1:
+        raise ConfigError("--register with --seeds: register the ensemble when it is written",
+                          hint="nerservice models register NAME OUT/ensemble")
+    if args.promote and args.final:
+        raise ConfigError("--promote with --final: the final model's dev F1 is a training-set figure, so it "
+                          "cannot be compared with the alias holder's", hint="promote it by hand: nerservice models promote")
+    from nerservice.training.recipes import core_runner, run_recipe, save_evaluated_ensemble
 
     train_c, dev_c = read(args.train, args), read(args.dev, args)
     test_c = read(args.test, args) if args.test else None
@@ -87,14 +104,36 @@ def run(args: argparse.Namespace) -> int:
 
         use_data_parallel(args.data_parallel)
     callbacks = store_callbacks(args, config)
-    outcome = train(
-        config, train_data=train_c.sentences, dev_data=dev_c.sentences,
-        test_data=test_c.sentences if test_c else None, embeddings=config.model.embeddings, out_dir=args.out,
+    final_run = (lambda req: req.keep == "last") if args.final else (lambda req: True)
+    runner = core_runner(
+        train_c.sentences, dev_c.sentences, test_c.sentences if test_c else None,
         sources={"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings},
-        callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet,
-    )
+        resume=not args.no_resume, progress=not args.quiet,
+        callbacks_for=lambda req: callbacks if final_run(req) else ())  # the store sees the kept model only
+    result = run_recipe(runner, config, args.out, final=args.final, seeds=args.seeds)
     promote(args, callbacks)
-    return report(args, outcome, print_scores)
+    last = result.runs[-1]
+    dev, test = last.dev, last.test
+    if result.members:
+        corpora = {"dev": dev_c.sentences, **({"test": test_c.sentences} if test_c else {})}
+        _, metrics = save_evaluated_ensemble(result.model_dir, result.members, corpora,
+                                             sources=[str(m) for m in result.members])
+        dev, test = metrics["dev"], metrics.get("test")
+    if args.json:
+        print(json.dumps({"dev": dev, "test": test, "best_epoch": last.best_epoch, "model_dir": str(result.model_dir),
+                          "recipe": result.record or None, "minutes": round(result.seconds / 60, 2)}, indent=2))
+        return 0
+    for r in result.runs:
+        print(f"\n{r.model_dir}: stopped by {r.stopped_reason} after {r.epochs_run} epochs; kept epoch "
+              f"{r.best_epoch}; {r.seconds / 60:.1f} min")
+    what = f"{len(result.members)}-model ensemble" if result.members else "the kept model"
+    if args.final:
+        print("(--final: dev is training data for the final model(s): their dev figures are training-set figures)")
+    print_scores(f"dev ({what})", dev)
+    if test:
+        print_scores(f"test ({what})", test)
+    print(f"\nmodel: {result.model_dir}")
+    return 0
 
 
 def store_callbacks(args: argparse.Namespace, config: Any) -> list[Any]:

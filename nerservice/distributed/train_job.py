@@ -19,6 +19,7 @@ from nerservice.distributed.worker import BACKENDS, Row, TrainSpec, barrier_task
 from nerservice.embeddings import KUMO_ALIASES, vector_sources
 from nerservice.errors import ConfigError, CorpusError, DistributedError, EmbeddingsError
 from nerservice.multi.config import CorporaConfig
+from nerservice.training.recipes import Runner, RunRequest, RunSummary
 from nerservice.training.scaling import Mode, Rule, describe, scale_config
 
 # Applied unless spark-submit sets them (session.get_session).
@@ -78,9 +79,11 @@ def read_multi(spark: Any, data_dir: str) -> tuple[CorporaConfig, dict[str, dict
 def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config: NerConfig,
                  embeddings: str | list[str] | None = None, register: str | None = None, promote: str | None = None,
                  resume: bool = True, collective_timeout_s: float = 600.0, kill: KillPlan | None = None,
-                 backend: str = "tensorflow", scaling: Mode = "fixed", rule: Rule = "sqrt") -> dict[str, Any]:
+                 backend: str = "tensorflow", scaling: Mode = "fixed", rule: Rule = "sqrt",
+                 train_on_dev: bool = False, keep: str = "best", recipe: dict[str, Any] | None = None) -> dict[str, Any]:
     """``scaling``/``rule``: how the global batch and learning rate follow ``world``
-    (``nerservice.training.scaling``); the config the workers train with is the scaled one."""
+    (``nerservice.training.scaling``); the config the workers train with is the scaled one.
+    ``train_on_dev``/``keep``/``recipe``: a run of a multi-run recipe (``spark_runner``)."""
     if world < 1:
         raise ConfigError(f"--workers {world}: need at least 1")
     if backend not in BACKENDS:
@@ -116,7 +119,8 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
                      scaling=describe(base, config, world, scaling, rule),
                      corpora=corpora.model_dump(mode="json") if corpora else None,
                      sources={"data": data_dir, "embeddings": embeddings, "workers": world, "scaling": scaling,
-                              "backend": backend})
+                              "backend": backend},
+                     train_on_dev=train_on_dev, keep=keep, recipe=recipe)
     broadcast = sc.broadcast(data)
     try:
         # The shuffle after the barrier stage is what makes it retryable: Spark reruns a failed barrier
@@ -155,3 +159,20 @@ def summarize(results: list[dict[str, Any]], *, data: dict[str, list[Row]], seco
                                / max(seconds, 1e-9), 1),
     )
     return summary
+
+
+def spark_runner(spark: Any, *, data_dir: str, world: int, register: str | None = None, final: bool = False,
+                 **options: Any) -> Runner:
+    """Each run of a recipe (``training/recipes.py``, e.g. ``--final``) as one barrier stage of ``world``
+    workers; ``options`` are ``run_training``'s (embeddings, resume, backend, scaling, ...).  With ``final``
+    only the kept model (phase 2) is registered."""
+
+    def run(req: RunRequest) -> RunSummary:
+        name = register if not final or req.keep == "last" else None
+        s = run_training(spark, data_dir=data_dir, out_dir=str(req.out_dir), world=world, config=req.config,
+                         register=name, train_on_dev=req.train_on_dev, keep=req.keep, recipe=req.recipe, **options)
+        return RunSummary(model_dir=Path(s["model_dir"]), best_epoch=int(s["best_epoch"]),
+                          epochs_run=int(s["epochs_completed"]), stopped_reason=str(s["stopped_reason"]),
+                          seconds=float(s["seconds"]), dev=s["dev"], test=s.get("test"))
+
+    return run

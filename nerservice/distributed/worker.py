@@ -57,6 +57,10 @@ class TrainSpec:
     # A multi-corpus job (``preprocess.py --corpora``): the corpora config; the data is then
     # {corpus: {split: rows}} and the worker runs ``train_multi``.
     corpora: dict[str, Any] | None = None
+    # The final-model recipe's phase 2 (training/recipes.py): train on train + dev, keep model-last.
+    train_on_dev: bool = False
+    keep: str = "best"
+    recipe: dict[str, Any] | None = None
 
 
 Row = tuple[list[str], list[str], str, int]  # tokens, tags, file, line
@@ -221,9 +225,11 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
             plan = corpus_plan([np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])], np.array(lengths),
                                config, 0, spec.world)
     else:
-        train_s = sentences_from_rows(data["train"])
-        outcome = train(config, train_data=train_s, dev_data=sentences_from_rows(data["dev"]),
-                        test_data=sentences_from_rows(data["test"]) if data.get("test") else None, **common)
+        train_s, dev_s = sentences_from_rows(data["train"]), sentences_from_rows(data["dev"])
+        # train_on_dev/keep/recipe: the final-model recipe's phase 2 (training/recipes.py)
+        outcome = train(config, train_data=[*train_s, *dev_s] if spec.train_on_dev else train_s, dev_data=dev_s,
+                        test_data=sentences_from_rows(data["test"]) if data.get("test") else None,
+                        keep="last" if spec.keep == "last" else "best", recipe=spec.recipe, **common)
         lengths, plan = [len(s.tokens) for s in train_s], None
     result: dict[str, Any] = {
         "weights_digest": weights_digest(outcome.model),

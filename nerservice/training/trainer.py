@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -29,7 +29,7 @@ class TrainCallback(Protocol):
 @dataclass
 class TrainOutcome:
     out_dir: Path
-    best_dir: Path
+    best_dir: Path  # the model the run keeps: model-best, or model-last with keep="last"
     best_epoch: int
     dev: dict[str, Any]
     test: dict[str, Any] | None
@@ -114,8 +114,13 @@ def train(
     strategy: Any = None,
     rank: int = 0,
     world: int = 1,
+    keep: Literal["best", "last"] = "best",
+    recipe: dict[str, Any] | None = None,
 ) -> TrainOutcome:
-    """Train and save. Distributed use (``spark_jobs/train.py``): every worker calls this with the same
+    """Train and save.  ``keep="last"`` (the final-model recipe's phase 2, ``training/recipes.py``): no
+    model is selected on dev (dev is then training data): model-last is the result, evaluated on test, and
+    no model-best is written.  ``recipe``: how this run fits a multi-run recipe, recorded in the lineage.
+    Distributed use (``spark_jobs/train.py``): every worker calls this with the same
     data and config, its ``rank``, ``world`` and a ``tf.distribute`` strategy; each trains on its slice of
     every global batch; only rank 0 writes models and checkpoints (``out_dir`` must be shared storage) and
     calls callbacks. Every worker evaluates dev itself (weights are identical) so early stopping agrees."""
@@ -146,7 +151,8 @@ def train(
     if test_data:
         corpora["test"] = list(test_data)
     lineage = build_lineage(corpora=corpora, config_hash=config.fingerprint(), sources=sources or {},
-                            backend=backend.current(), extra={"vocab": vocab_stats})
+                            backend=backend.current(),
+                            extra={"vocab": vocab_stats, **({"recipe": recipe} if recipe else {})})
 
     state = None
     if resume and has_checkpoint(out / CHECKPOINT):
@@ -159,7 +165,7 @@ def train(
             return
         save_model(out / LAST, model=model, vocabs=vocabs, config=config, history=loop_state().history,
                    extra_files={PLOT: plot_writer(loop_state().history)}, metrics={"dev": last_dev[0]}, lineage=lineage)
-        if is_best:
+        if is_best and keep == "best":
             save_model(out / BEST, model=model, vocabs=vocabs, config=config, history=loop_state().history,
                        extra_files={PLOT: plot_writer(loop_state().history)}, metrics={"dev": last_dev[0], "epoch": record["epoch"]}, lineage=lineage)
         for cb in callbacks:
@@ -191,16 +197,18 @@ def train(
                             stopped_reason=result.stopped_reason, seconds=result.seconds, lineage=lineage,
                             vocab_stats=vocab_stats, model=model)
 
-    best = load_model_folder(out / BEST)
+    kept = out / (LAST if keep == "last" else BEST)
+    best = load_model_folder(kept)
     best_pred = best.predictor(batch_size=config.training.eval_batch_size)
     dev_metrics = evaluator(best_pred, dev_data)
     test_metrics = evaluator(best_pred, test_data) if test_data else None
-    metrics = {"dev": dev_metrics, "epoch": result.state.best_epoch}
+    kept_epoch = result.state.epoch if keep == "last" else result.state.best_epoch
+    metrics = {"dev": dev_metrics, "epoch": kept_epoch}
     if test_metrics is not None:
         metrics["test"] = test_metrics
-    save_model(out / BEST, model=best.model, vocabs=vocabs, config=config, history=result.state.history,
+    save_model(kept, model=best.model, vocabs=vocabs, config=config, history=result.state.history,
                extra_files={PLOT: plot_writer(result.state.history)}, metrics=metrics, lineage=lineage)
-    outcome = TrainOutcome(out_dir=out, best_dir=out / BEST, best_epoch=result.state.best_epoch, dev=dev_metrics,
+    outcome = TrainOutcome(out_dir=out, best_dir=kept, best_epoch=kept_epoch, dev=dev_metrics,
                            test=test_metrics, history=result.state.history, stopped_reason=result.stopped_reason,
                            seconds=result.seconds, lineage=lineage, vocab_stats=vocab_stats, model=model)
     for cb in callbacks:

@@ -1,0 +1,155 @@
+"""Recipes over several training runs: the final-model protocol (``--final``) and seeds → one ensemble.
+
+``--final`` (``nerservice train``, ``spark_jobs/train.py``): phase 1 trains on train with early stopping on
+dev; its best epoch E is the epoch count — the only thing chosen, and chosen on dev.  Phase 2 trains a fresh
+model on train + dev for exactly E epochs (patience = E: no early stopping, and no selection, since dev is
+then training data) and keeps model-last.  On BC5CDR, whose dev split is as large as train, this added
+~3 entity-F1 points; on NCBI ~0.9 (BENCHMARKS.md).  The final model's lineage.json (hashed in its
+manifest) has ``recipe`` = both phases: phase 1's folder, seed, best epoch, epochs run, why it stopped,
+dev F1 and minutes; phase 2's epoch count and training data.
+
+``--seeds N``: the run (plain or final) with seeds S, S+1, ..., S+N-1 (S = ``training.seed``), then the N
+kept models saved as one ensemble folder (mean CRF scores, ``nerservice/model/ensemble.py``).  With
+``--final`` phase 1 runs once, with seed S: the epoch count belongs to the data and config, and N+1
+trainings cost less than 2N.
+
+Folders (OUT = ``--out``); a rerun with the same OUT resumes every run from its checkpoint, and a
+finished run is not trained again:
+    plain:             OUT/model-best (the model), OUT/model-last, OUT/checkpoint
+    --final:           OUT/phase1/ (the train-only run), OUT/model-last (the model), OUT/checkpoint
+    --seeds N:         OUT/seed-S/ (one run per seed, laid out as above), OUT/ensemble (the model)
+
+The runs themselves are a ``Runner`` — the core trainer in one process, or a Spark barrier stage — so
+this module decides only what to train, in which order, and what to record.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from nerservice.config import NerConfig
+from nerservice.data import Sentence
+from nerservice.errors import ConfigError
+
+if TYPE_CHECKING:
+    from nerservice.training.trainer import TrainCallback
+
+PHASE1 = "phase1"
+ENSEMBLE_DIR = "ensemble"
+
+
+@dataclass
+class RunSummary:
+    """What the recipe needs back from one training run."""
+
+    model_dir: Path  # the kept model (model-best; model-last in phase 2)
+    best_epoch: int  # the kept model's epoch
+    epochs_run: int
+    stopped_reason: str
+    seconds: float
+    dev: dict[str, Any]  # dev metrics of the kept model (a training-set figure in phase 2)
+    test: dict[str, Any] | None
+
+
+@dataclass
+class RunRequest:
+    """One training run of a recipe: where, with which config, on which data, what to keep and record."""
+
+    config: NerConfig
+    out_dir: Path
+    train_on_dev: bool = False  # train on train + dev (phase 2)
+    keep: Literal["best", "last"] = "best"
+    recipe: dict[str, Any] | None = None  # recorded in the run's lineage
+
+
+Runner = Callable[[RunRequest], RunSummary]
+
+
+@dataclass
+class RecipeResult:
+    model_dir: Path  # what to deploy: one model folder, or (--seeds N) the ensemble's member folders
+    runs: list[RunSummary] = field(default_factory=list)  # every run, in order
+    members: list[Path] = field(default_factory=list)  # --seeds N: the models to ensemble (caller saves)
+    record: dict[str, Any] = field(default_factory=dict)  # the recipe as recorded (phase 1, epochs, seeds)
+    seconds: float = 0.0
+
+
+def phase2_config(config: NerConfig, epochs: int, seed: int) -> NerConfig:
+    """Exactly ``epochs`` epochs: patience can never stop it (a time budget still can, and says so)."""
+    return config.with_overrides({"training.epochs": epochs, "training.patience": epochs, "training.seed": seed})
+
+
+def run_recipe(run: Runner, config: NerConfig, out: str | Path, *, final: bool = False,
+               seeds: int = 1) -> RecipeResult:
+    if seeds < 1:
+        raise ConfigError(f"--seeds {seeds}: need at least 1")
+    out = Path(out)
+    first = config.training.seed
+    seed_list = [first + i for i in range(seeds)]
+
+    def home(seed: int) -> Path:
+        return out if seeds == 1 else out / f"seed-{seed}"
+
+    result = RecipeResult(model_dir=out)
+    if not final:
+        for seed in seed_list:
+            cfg = config if seed == first else config.with_overrides({"training.seed": seed})
+            recipe = {"name": "seeds", "seeds": seed_list} if seeds > 1 else None
+            result.runs.append(run(RunRequest(cfg, home(seed), recipe=recipe)))
+    else:
+        p1 = run(RunRequest(config, out / PHASE1, recipe={"name": "final", "phase": 1}))
+        result.runs.append(p1)
+        epochs = max(p1.best_epoch, 1)
+        phase1 = {"out_dir": str(p1.model_dir.parent), "seed": first, "best_epoch": p1.best_epoch,
+                  "epochs_run": p1.epochs_run, "stopped_reason": p1.stopped_reason,
+                  "dev_f1": float(p1.dev["micro"]["f1"]), "minutes": round(p1.seconds / 60, 2)}
+        result.record = {"name": "final", "phase1": phase1,
+                         "phase2": {"epochs": epochs, "train": "train + dev", "keep": "model-last", "seeds": seed_list}}
+        for seed in seed_list:
+            request = RunRequest(phase2_config(config, epochs, seed), home(seed), train_on_dev=True, keep="last",
+                                 recipe={**result.record, "phase": 2})
+            result.runs.append(run(request))
+    kept = result.runs[-seeds:]
+    result.seconds = sum(r.seconds for r in result.runs)
+    if seeds == 1:
+        result.model_dir = kept[0].model_dir
+    else:
+        result.members = [r.model_dir for r in kept]
+        result.model_dir = out / ENSEMBLE_DIR
+    return result
+
+
+def core_runner(train_data: Sequence[Sentence], dev_data: Sequence[Sentence], test_data: Sequence[Sentence] | None,
+                *, sources: dict[str, Any], resume: bool, progress: bool,
+                callbacks_for: Callable[[RunRequest], Sequence[TrainCallback]] = lambda _: ()) -> Runner:
+    """Runs in this process (``nerservice train``): ``training.trainer.train`` on the given corpora."""
+    from nerservice.training.trainer import train
+
+    def run(req: RunRequest) -> RunSummary:
+        outcome = train(req.config, train_data=[*train_data, *dev_data] if req.train_on_dev else train_data,
+                        dev_data=dev_data, test_data=test_data, embeddings=req.config.model.embeddings,
+                        out_dir=req.out_dir, sources=sources, callbacks=callbacks_for(req), resume=resume,
+                        progress=progress, keep=req.keep, recipe=req.recipe)
+        return RunSummary(model_dir=outcome.best_dir, best_epoch=outcome.best_epoch, epochs_run=len(outcome.history),
+                          stopped_reason=outcome.stopped_reason, seconds=outcome.seconds, dev=outcome.dev,
+                          test=outcome.test)
+
+    return run
+
+
+def save_evaluated_ensemble(out: str | Path, members: Sequence[str | Path], corpora: dict[str, Sequence[Sentence]],
+                            *, sources: Sequence[str] | None = None) -> tuple[Path, dict[str, Any]]:
+    """Members → one ensemble folder whose metrics.json holds its scores on ``corpora`` (e.g. dev, test).
+    Everything is evaluated before anything is written: a failure leaves no half-made ensemble behind."""
+    from nerservice.artifacts.ensemble_folder import LoadedEnsemble, save_ensemble
+    from nerservice.artifacts.formats import load_model
+    from nerservice.training.trainer import evaluator
+
+    loaded = [load_model(m) for m in members]  # verified here once; save_ensemble reuses them
+    metrics: dict[str, Any] = {}
+    if corpora:
+        predictor = LoadedEnsemble(Path(out), loaded).predictor()
+        metrics = {name: evaluator(predictor, corpus) for name, corpus in corpora.items()}
+    return save_ensemble(out, list(members), metrics=metrics, sources=sources, loaded=loaded), metrics

@@ -1,0 +1,98 @@
+"""Multi-run recipes (``nerservice train --final`` / ``--seeds N``): what is trained, kept and recorded."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import TINY_OVERRIDES
+from nerservice.cli.main import main
+from nerservice.config import NerConfig
+from nerservice.training.recipes import phase2_config
+
+TINY = [x for k, v in {**TINY_OVERRIDES, "training.epochs": 6, "training.patience": 2}.items()
+        for x in ("--set", f"{k}={v}")]
+
+
+def _train(demo_corpus, out: Path, *extra: str) -> list[str]:
+    return ["train", "--train", str(demo_corpus["train"]), "--dev", str(demo_corpus["dev"]),
+            "--test", str(demo_corpus["test"]), "--out", str(out), "--quiet", *TINY, *extra]
+
+
+def _json_tail(out: str) -> dict:
+    """--json prints the corpus summary lines first, then one JSON object."""
+    lines = out.splitlines()
+    return json.loads("\n".join(lines[max(i for i, line in enumerate(lines) if line == "{"):]))
+
+
+def test_phase2_trains_exactly_the_epoch_count() -> None:
+    c = phase2_config(NerConfig(), 13, seed=7)
+    assert (c.training.epochs, c.training.patience, c.training.seed) == (13, 13, 7)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--seeds", "0"], "--seeds 0"),
+    (["--seeds", "2", "--register", "ner"], "register the ensemble"),
+    (["--final", "--register", "ner", "--promote", "production"], "training-set figure"),
+])
+def test_bad_recipe_options_are_coded_errors_before_training(demo_corpus, tmp_path: Path, capsys, extra,
+                                                            message) -> None:
+    assert main(_train(demo_corpus, tmp_path / "o", *extra)) == 2
+    err = capsys.readouterr().err
+    assert message in err and "NER" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_final_recipe_trains_on_train_plus_dev_for_phase1s_epoch_count(demo_corpus, tmp_path: Path, capsys) -> None:
+    from nerservice.data import read_corpus
+    from nerservice.lineage import corpus_fingerprint
+    from nerservice.saved_model import load_model, verify_manifest
+
+    out = tmp_path / "final"
+    assert main(_train(demo_corpus, out, "--final", "--json")) == 0
+    printed = _json_tail(capsys.readouterr().out)
+    phase1 = load_model(out / "phase1" / "model-best")
+    best_epoch = phase1.metrics["epoch"]
+    final = load_model(out / "model-last")
+    verify_manifest(out / "model-last")  # lineage.json (the recipe record) is hashed in the manifest
+    # Phase 2: exactly phase 1's best epoch count, no early stopping, on train + dev; nothing selected on dev.
+    assert final.config.training.epochs == best_epoch == final.config.training.patience
+    history = json.loads((out / "model-last" / "history.json").read_text())
+    assert [h["epoch"] for h in history] == list(range(1, best_epoch + 1))
+    assert not (out / "model-best").exists()
+    train_s, dev_s = (read_corpus(demo_corpus[k]).sentences for k in ("train", "dev"))
+    prints = final.lineage["corpus_fingerprints"]
+    assert prints["train"] == corpus_fingerprint([*train_s, *dev_s]) and prints["dev"] == corpus_fingerprint(dev_s)
+    assert phase1.lineage["corpus_fingerprints"]["train"] == corpus_fingerprint(train_s)
+    recipe = final.lineage["recipe"]
+    assert recipe["name"] == "final" and recipe["phase"] == 2
+    assert recipe["phase1"]["best_epoch"] == best_epoch and recipe["phase2"]["epochs"] == best_epoch
+    assert recipe["phase1"]["dev_f1"] == pytest.approx(phase1.metrics["dev"]["micro"]["f1"])
+    assert phase1.lineage["recipe"] == {"name": "final", "phase": 1}
+    # The final model was evaluated on test as model-last; the CLI reports it and the recipe.
+    assert final.metrics["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])
+    assert final.metrics["epoch"] == best_epoch and printed["model_dir"] == str(out / "model-last")
+    assert printed["recipe"]["phase1"]["best_epoch"] == best_epoch
+    # A rerun resumes both phases from their checkpoints and trains nothing again.
+    assert main(_train(demo_corpus, out, "--final", "--json")) == 0
+    again = _json_tail(capsys.readouterr().out)
+    assert again["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])
+
+
+@pytest.mark.slow
+def test_seeds_make_an_ensemble_folder(demo_corpus, tmp_path: Path, capsys) -> None:
+    from nerservice.saved_ensemble import is_ensemble_dir
+    from nerservice.saved_model import load_model
+
+    out = tmp_path / "seeds"
+    assert main(_train(demo_corpus, out, "--seeds", "2", "--set", "training.epochs=3", "--json")) == 0
+    printed = _json_tail(capsys.readouterr().out)
+    seed = TINY_OVERRIDES["training.seed"]
+    members = [out / f"seed-{s}" / "model-best" for s in (seed, seed + 1)]
+    assert [load_model(m).config.training.seed for m in members] == [seed, seed + 1]
+    assert is_ensemble_dir(out / "ensemble") and printed["model_dir"] == str(out / "ensemble")
+    ens = load_model(out / "ensemble")
+    assert set(ens.metrics) == {"dev", "test"}
+    assert ens.metrics["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])
