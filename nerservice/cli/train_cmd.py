@@ -126,12 +126,12 @@ def run(args: argparse.Namespace) -> int:
     for r in result.runs:
         print(f"\n{r.model_dir}: stopped by {r.stopped_reason} after {r.epochs_run} epochs; kept epoch "
               f"{r.best_epoch}; {r.seconds / 60:.1f} min")
-    what = f"{len(result.members)}-model ensemble" if result.members else "the kept model"
+    what = f" ({len(result.members)}-model ensemble)" if result.members else " (final model)" if args.final else ""
     if args.final:
         print("(--final: dev is training data for the final model(s): their dev figures are training-set figures)")
-    print_scores(f"dev ({what})", dev)
+    print_scores(f"dev{what}", dev)
     if test:
-        print_scores(f"test ({what})", test)
+        print_scores(f"test{what}", test)
     print(f"\nmodel: {result.model_dir}")
     return 0
 

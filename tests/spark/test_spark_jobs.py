@@ -186,3 +186,25 @@ def test_jax_workers_grow_and_resume_from_checkpoint_after_a_kill(spark_cluster,
     assert scaling["mode"] == "grow" and scaling["global_batch"] == 32 and scaling["per_worker_batch"] == 16
     assert summary["history"][0]["lr"] == pytest.approx(0.005)  # warm-up starts at the 1-worker rate
     assert summary["dev"]["micro"]["f1"] > 0.5
+
+
+def test_final_recipe_runs_two_stages_and_records_both(spark_cluster, prepared, tmp_path) -> None:  # noqa: ANN001
+    """train.py --final: stage 1 on train with early stopping finds E, stage 2 trains train+dev for E epochs
+    and keeps model-last; its lineage records both phases (as `nerservice train --final`)."""
+    from nerservice.saved_model import load_model
+
+    out = tmp_path / "final"
+    sets = [x for k, v in {**TINY_OVERRIDES, "training.epochs": 3, "training.patience": 1}.items()
+            for x in ("--set", f"{k}={json.dumps(v)}")]
+    proc = spark_cluster.submit("spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers",
+                                "1", "--final", *sets, timeout=420)
+    check(proc, "train --final")
+    summary = last_json(proc.stdout)
+    phase1 = load_model(out / "phase1" / "model-best")
+    epochs = phase1.metrics["epoch"]
+    final = load_model(out / "model-last")
+    assert summary["model_dir"] == str(out / "model-last") and not (out / "model-best").exists()
+    assert summary["recipe"]["phase1"]["best_epoch"] == epochs == final.config.training.epochs
+    assert final.lineage["recipe"]["phase"] == 2 and final.lineage["recipe"]["phase2"]["epochs"] == epochs
+    assert [r["epochs_run"] for r in summary["runs"]][1] == epochs
+    assert summary["test"]["micro"]["f1"] == pytest.approx(final.metrics["test"]["micro"]["f1"])
