@@ -64,6 +64,7 @@ def main() -> None:
         "test_recall": test["micro"]["recall"],
         "test_per_type": {k: v["f1"] for k, v in test["per_type"].items()},
         "test_token_level_f1": test["token_level"]["micro"]["f1"],
+        "test_nerdl_tag_f1": test["tag_level"]["micro"]["f1"],  # NerDL's logged figure (per IOB tag, O excluded)
         "dev_f1": outcome.dev["micro"]["f1"], "best_epoch": outcome.best_epoch, "epochs_run": len(outcome.history),
         "stopped": outcome.stopped_reason, "wall_minutes": wall / 60,
         "train_tokens_per_s_median": statistics.median(tps), "train_tokens_per_s_by_epoch": tps,

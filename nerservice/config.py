@@ -43,7 +43,7 @@ class ModelConfig(_Strict):
     dense_units: int = Field(256, ge=1)  # NerDL: dense 256 ReLU before the recurrent stack
     lstm_units: int = Field(128, ge=1)  # NerDL: 128 per direction
     lstm_layers: int = Field(3, ge=1)  # NerDL graph: 3 residual BiLSTM layers
-    # NerDL: 0.5.  0.3 gave the better dev F1 in every paired comparison we ran (BENCHMARKS.md "Defaults").
+    # NerDL: 0.5.  0.3 gave the better dev F1 with GloVe in our paired runs (BENCHMARKS.md, session 4).
     dropout: float = Field(0.3, ge=0.0, lt=1.0)
     # Not in NerDL: during training, each token's word id becomes <unk> with this probability, so the
     # network learns to tag from characters and context the words it will meet without a vector.
@@ -51,7 +51,7 @@ class ModelConfig(_Strict):
 
 
 class TrainingConfig(_Strict):
-    epochs: int = Field(40, ge=1)  # an upper bound: patience usually stops earlier (BENCHMARKS.md "Defaults")
+    epochs: int = Field(40, ge=1)  # an upper bound: patience usually stops earlier (BENCHMARKS.md, session 4)
     # NerDL uses batch 8; on 2 CPU cores 32 trains ~3x faster per epoch with the same F1 in our runs.
     batch_size: int = Field(32, ge=1)
     learning_rate: float = Field(1e-3, gt=0)  # NerDL: Adam 1e-3
@@ -70,7 +70,7 @@ class TrainingConfig(_Strict):
     eval_batch_size: int = Field(256, ge=1)
     # Not in NerDL: evaluate and save the mean of the weights at the last k epoch ends (training goes on from
     # the raw weights); 0 or 1 = off.  See nerservice/training/averaging.py.  5: the smoothest dev curves and
-    # the best dev F1 of our CPU runs (BENCHMARKS.md "Defaults").
+    # the best dev F1 of our CPU runs (BENCHMARKS.md, session 4).
     average_epochs: int = Field(5, ge=0)
 
 
