@@ -191,7 +191,7 @@ def test_jax_workers_grow_and_resume_from_checkpoint_after_a_kill(spark_cluster,
 def test_final_recipe_runs_two_stages_and_records_both(spark_cluster, prepared, tmp_path) -> None:  # noqa: ANN001
     """train.py --final: stage 1 on train with early stopping finds E, stage 2 trains train+dev for E epochs
     and keeps model-last; its lineage records both phases (as `nerservice train --final`)."""
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.model_folder import load_model_folder as load_model
 
     out = tmp_path / "final"
     sets = [x for k, v in {**TINY_OVERRIDES, "training.epochs": 3, "training.patience": 1}.items()

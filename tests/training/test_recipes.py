@@ -48,7 +48,8 @@ def test_bad_recipe_options_are_coded_errors_before_training(demo_corpus, tmp_pa
 def test_final_recipe_trains_on_train_plus_dev_for_phase1s_epoch_count(demo_corpus, tmp_path: Path, capsys) -> None:
     from nerservice.data import read_corpus
     from nerservice.lineage import corpus_fingerprint
-    from nerservice.saved_model import load_model, verify_manifest
+    from nerservice.artifacts.formats import verify_manifest
+    from nerservice.artifacts.model_folder import load_model_folder as load_model
 
     out = tmp_path / "final"
     assert main(_train(demo_corpus, out, "--final", "--json")) == 0
@@ -83,8 +84,8 @@ def test_final_recipe_trains_on_train_plus_dev_for_phase1s_epoch_count(demo_corp
 
 @pytest.mark.slow
 def test_seeds_make_an_ensemble_folder(demo_corpus, tmp_path: Path, capsys) -> None:
-    from nerservice.saved_ensemble import is_ensemble_dir
-    from nerservice.saved_model import load_model
+    from nerservice.artifacts.ensemble_folder import is_ensemble_dir
+    from nerservice.artifacts.formats import load_model
 
     out = tmp_path / "seeds"
     assert main(_train(demo_corpus, out, "--seeds", "2", "--set", "training.epochs=3", "--json")) == 0
