@@ -63,7 +63,7 @@ class ModelSource:
 @dataclass(frozen=True)
 class ServedModel:
     source: ModelSource
-    extractor: Any  # nerservice.inference.Extractor (imported lazily: it pulls in Keras)
+    extractor: Any  # nerservice.inference.Extractor (imported lazily: a Keras model pulls in TensorFlow)
     manifest: dict[str, Any]
     loaded_at: float
     load_seconds: float
@@ -98,6 +98,7 @@ class ServedModel:
             "metrics": self.source.store_metrics or loaded.metrics,
             "manifest": self.manifest, "lineage": loaded.lineage,
             "loaded_at": self.loaded_at, "load_seconds": round(self.load_seconds, 3),
+            "runtime": self.extractor.runtime, "word_cache": self.extractor.word_cache_stats(),
         }
         if not paths:
             del out["path"]
@@ -133,7 +134,8 @@ def extractor_options(settings: ApiSettings) -> dict[str, Any]:
     """Extractor keyword arguments for these settings (the benchmark's in-process baseline uses them too)."""
     return {"max_sentence_tokens": settings.max_sentence_tokens, "batch_size": settings.model_batch_sentences,
             "token_budget": settings.max_batch_tokens,
-            "jit_compile": "background" if settings.xla == "background" else False}
+            "jit_compile": "background" if settings.xla == "background" else False,
+            "runtime": settings.runtime, "threads": settings.ort_threads or None, "word_cache": settings.word_cache}
 
 
 def load_served_model(source: ModelSource, settings: ApiSettings) -> ServedModel:

@@ -111,6 +111,17 @@ class ApiSettings(BaseSettings):
     # ~0.5-1 s of one of the 2 cores to compile, and a measured run (bench/results/api.md) was slower and
     # had a worse p99 for minutes while compiling. Worth it for a long-running server on more cores.
     xla: Literal["background", "off"] = "off"
+    # What computes the emissions (nerservice/runtime/select.py): "auto" = ONNX Runtime when installed (an
+    # exported model always; a Keras model is converted in memory at load, same emissions within 1e-5,
+    # ~2x the Keras path's tokens/s per core), else Keras; "keras" forces the Keras reference path (needs
+    # the training install; `xla` applies to it only); "onnx" refuses to start without ONNX Runtime.
+    runtime: Literal["auto", "onnx", "keras"] = "auto"
+    # ONNX Runtime intra-op threads per model; 0 = one per physical core. Raising it past the cores only
+    # adds contention; lower it when several servers share a host.
+    ort_threads: int = Field(0, ge=0)
+    # Word-feature cache rows per model (ONNX runtime): at most rows x 1 KB (default-size model), filled as
+    # words are met; 0 turns it off (every batch recomputes its words' char encoders, ~10% slower).
+    word_cache: int = Field(20_000, ge=0)
     # Requests above this many characters are tokenised (once: the sentences counted for the token cap are
     # the ones the Extractor tags) on a worker thread instead of the event loop. Raising it: big requests
     # stall other clients for longer; lowering it: more thread hops (~50 us each).

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from nerservice.artifacts.formats import LoadedArtifact, load_model
+from nerservice.artifacts.formats import LoadedArtifact
 from nerservice.data.schemes import spans
 from nerservice.text.prepared import Cost, Prepared
 from nerservice.text.sentences import tokenize_sentences
@@ -50,8 +50,27 @@ class Extractor:
         self.predictor = loaded.predictor(batch_size=batch_size, token_budget=token_budget, jit_compile=jit_compile)
 
     @classmethod
-    def load(cls, model_dir: str | Path, **kwargs: Any) -> "Extractor":
-        return cls(load_model(model_dir), **kwargs)
+    def load(cls, model_dir: str | Path, *, runtime: str = "auto", threads: int | None = None,
+             word_cache: int | None = None, **kwargs: Any) -> Extractor:
+        """``runtime``: "auto" (ONNX Runtime on CPU when installed, else Keras), "onnx" or "keras"
+        (nerservice/runtime/select.py; asking for ``jit_compile`` keeps "auto" on Keras, whose compiler it
+        is); ``threads`` and ``word_cache`` configure ONNX Runtime."""
+        from nerservice.runtime.select import load_for_inference
+
+        loaded = load_for_inference(model_dir, runtime=runtime, threads=threads, word_cache=word_cache,
+                                    xla=bool(kwargs.get("jit_compile")))
+        return cls(loaded, **kwargs)
+
+    @property
+    def runtime(self) -> str:
+        """"onnx" or "keras": what computes the emissions."""
+        return str(self.predictor.runtime)
+
+    def word_cache_stats(self) -> list[dict[str, Any]]:
+        """Entries, hits and bytes of each model's word-feature cache (ONNX runtime; empty for Keras)."""
+        members = getattr(self.predictor, "members", [self.predictor])
+        forwards: list[Any] = [getattr(m, "_forward", None) for m in members]
+        return [f.stats() for f in forwards if hasattr(f, "stats")]
 
     @property
     def background_xla(self) -> Any:

@@ -36,6 +36,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--arrow-batch", type=int, default=2048,
                    help="texts per pandas batch (spark.sql.execution.arrow.maxRecordsPerBatch)")
     p.add_argument("--no-scores", action="store_true", help="skip CRF marginals (faster; scores are 1.0)")
+    p.add_argument("--runtime", default="auto", choices=["auto", "onnx", "keras"],
+                   help="what computes the emissions: auto = ONNX Runtime when installed (an export from "
+                   "`nerservice export` never needs TensorFlow), else Keras")
     return p.parse_args(argv)
 
 
@@ -48,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
                          output_format=args.output_format, id_col=args.id_col, text_col=args.text_col,
                          partitions=args.partitions, overwrite=args.overwrite,
                          options={"batch_size": args.batch_size, "token_budget": args.token_budget,
-                                  "with_scores": not args.no_scores})
+                                  "with_scores": not args.no_scores, "runtime": args.runtime})
     spark = get_session("nerservice-predict",
                         defaults={"spark.sql.execution.arrow.maxRecordsPerBatch": str(args.arrow_batch)})
     try:

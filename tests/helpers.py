@@ -173,3 +173,19 @@ def encode_batch(sentences: Any, vocabs: Any, *, max_word_length: int, tags: Any
 
     enc = EncodedCorpus(sentences, vocabs, max_word_length=max_word_length, tags=tags)
     return enc.batch(np.arange(len(enc)), ShapePolicy(time_multiple=time_multiple, char_multiple=char_multiple))
+
+def save_random_model(out: Path, overrides: dict[str, object], *, seed: int = 0) -> Path:
+    """A tiny tagger on the demo corpus' vocabularies with random weights large enough that its tags vary."""
+    from nerservice.demo_corpus import generate
+    from nerservice.model.tagger import build_tagger
+    from nerservice.artifacts.model_folder import save_model
+    from nerservice.training.trainer import build_vocabularies
+
+    config = tiny_config().with_overrides({**TINY_OVERRIDES, **overrides})
+    vocabs = build_vocabularies(generate(120, seed=5))
+    model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
+                         n_tags=len(vocabs.tags), seed=seed)
+    rng = np.random.default_rng(seed)
+    for v in model.weights:
+        v.assign(np.asarray(v.numpy()) + rng.normal(0, 0.3, v.shape).astype("float32"))
+    return save_model(out, model=model, vocabs=vocabs, config=config)

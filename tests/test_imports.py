@@ -75,8 +75,12 @@ FLOORS: dict[str, int] = {
     "nerservice.text": 1, "nerservice.data": 1, "nerservice.embeddings": 1, "nerservice.lineage": 1,
     "nerservice.demo_corpus": 1, "nerservice.documents": 1,
     "nerservice.model": 2,
+    # The ONNX runtime: graphs from weights, the ORT forward, the predictor over it (beside model/).
+    "nerservice.runtime": 2,
     "nerservice.artifacts": 3,
     "nerservice.inference": 4, "nerservice.training": 4, "nerservice.multi": 4,
+    # Export reads saved folders and writes an ONNX folder; runtime selection loads any folder.
+    "nerservice.runtime.export": 4, "nerservice.runtime.select": 4,
     "nerservice.store": 5,
     # Resolving a reference may reach the (optional) store; nothing below it may.
     "nerservice.artifacts.resolve": 6,

@@ -94,7 +94,7 @@ import json
 import numpy as np
 from nerservice.inference import Extractor
 from nerservice.model.forward import compile_forward
-loaded = Extractor.load({str(out)!r})
+loaded = Extractor.load({str(out)!r}, runtime="keras")  # the Keras path, bit for bit
 with np.load({str(tmp_path / 'batch.npz')!r}, allow_pickle=False) as z:
     batch = {{k: z[k] for k in z.files}}
 np.save({str(tmp_path / 'em.npy')!r}, compile_forward(loaded.loaded.model)(batch))

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The compose `trainer` service: preprocess -> train on N workers -> register -> promote, submitted to a
+# The compose `trainer` service: preprocess -> train on N workers -> register -> promote -> export to ONNX
+# (registered and promoted too: the API image serves it without TensorFlow), submitted to a
 # standalone master, then ask the API to load the promoted version. Runs in the nerservice Spark image
 # (entry point `train-pipeline`); the corpus is mounted read-only on the trainer and on every worker
 # (preprocessing parses the files on the executors) and RUNS_DIR is a volume they all share.
@@ -84,6 +85,11 @@ print(f"trained on {len(s.get('weights_digests', []))} worker(s): best epoch {s[
       + (f", test entity F1 {test['f1']:.4f}" if test else "")
       + f"; identical weights on all workers: {s.get('weights_identical')}")
 EOF
+# The API image has no TensorFlow: it serves the ONNX export of the version just trained, registered as the
+# next version with the same metrics and promoted the same way (nerservice export --register --promote).
+VERSION="$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["registered"]["version"])' "$RUN/train/summary.json")"
+say "nerservice export $MODEL_NAME/$VERSION --format onnx --register $MODEL_NAME --promote $ALIAS"
+nerservice export "$MODEL_NAME/$VERSION" --format onnx --out "$RUN/onnx" --register "$MODEL_NAME" --promote "$ALIAS"
 nerservice models list "$MODEL_NAME" || true
 
 if [ -n "${API_URL:-}" ] && [ -n "${NERSERVICE_API_ADMIN_TOKEN:-}" ]; then

@@ -21,11 +21,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nerservice.artifacts.files import (check_files, read_json, read_manifest, sha256_file, staged, write_json,
-                                        write_manifest)
+from nerservice.artifacts.files import (
+    check_files,
+    read_json,
+    read_manifest,
+    sha256_file,
+    staged,
+    write_json,
+    write_manifest,
+)
 from nerservice.artifacts.layout import ENSEMBLE, LINEAGE, MANIFEST, METRICS
 from nerservice.artifacts.layout import ENSEMBLE_FORMAT as FORMAT
-from nerservice.artifacts.model_folder import LoadedModel, load_model_folder, verify_model_folder
+from nerservice.artifacts.model_folder import (
+    LoadedModel,
+    load_model_folder,
+    verify_model_folder,
+)
+from nerservice.artifacts.onnx_folder import (
+    LoadedOnnx,
+    is_onnx_manifest,
+    load_onnx_folder,
+    verify_onnx_folder,
+)
 from nerservice.config import NerConfig
 from nerservice.errors import IntegrityError, ModelLoadError
 from nerservice.text.vocab import Vocabularies
@@ -46,7 +63,7 @@ class LoadedEnsemble:
     """The ``LoadedModel`` interface the Extractor, evaluate and the API use, over several members."""
 
     path: Path
-    members: list[LoadedModel]
+    members: list[LoadedModel | LoadedOnnx]
     metrics: dict[str, Any] = field(default_factory=dict)
     lineage: dict[str, Any] = field(default_factory=dict)
 
@@ -122,11 +139,15 @@ def verify_ensemble(path: str | Path, manifest: dict[str, Any]) -> dict[str, Any
         if sha256_file(sub / MANIFEST) != m.get("manifest_sha256"):
             raise IntegrityError(f"{sub / MANIFEST}: checksum mismatch (member replaced or tampered with)",
                                  path=str(sub))
-        verify_model_folder(sub, read_manifest(sub))  # members are single models (save_ensemble refuses nesting)
+        # Members are single models (save_ensemble refuses nesting): Keras folders, or ONNX exports of them
+        # (`nerservice export` of an ensemble exports each member).
+        member = read_manifest(sub)
+        (verify_onnx_folder if is_onnx_manifest(member) else verify_model_folder)(sub, member)
     return manifest
 
 
-def load_ensemble(path: str | Path, *, verify: bool = True) -> LoadedEnsemble:
+def load_ensemble(path: str | Path, *, verify: bool = True, onnx_options: dict[str, Any] | None = None) -> LoadedEnsemble:
+    """``onnx_options``: ``load_onnx_folder`` keywords (threads, word cache) for members that are exports."""
     d = Path(path)
     if verify:
         verify_ensemble(d, read_manifest(d))
@@ -134,7 +155,9 @@ def load_ensemble(path: str | Path, *, verify: bool = True) -> LoadedEnsemble:
     if not isinstance(spec, dict) or spec.get("format") != FORMAT or spec.get("combine") != COMBINE:
         raise ModelLoadError(f"{d / ENSEMBLE}: unsupported ensemble format or combination", path=str(d),
                              hint=f"this version reads {FORMAT} with combine={COMBINE!r}")
-    members = [load_model_folder(d / m["dir"], verify=False) for m in spec["members"]]  # verified above
+    members: list[LoadedModel | LoadedOnnx] = [  # verified above
+        load_onnx_folder(d / m["dir"], verify=False, **(onnx_options or {})) if is_onnx_manifest(read_manifest(d / m["dir"]))
+        else load_model_folder(d / m["dir"], verify=False) for m in spec["members"]]
     metrics = read_json(d / METRICS) if (d / METRICS).is_file() else {}
     lineage = read_json(d / LINEAGE) if (d / LINEAGE).is_file() else {}
     return LoadedEnsemble(d, members, metrics=metrics, lineage=lineage)

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from nerservice.artifacts.ensemble_folder import is_ensemble_dir, load_ensemble, verify_ensemble
 from nerservice.artifacts.files import read_manifest
-from nerservice.artifacts.layout import ENSEMBLE_FORMAT, FORMAT, MANIFEST, MULTI_FORMAT
+from nerservice.artifacts.layout import ENSEMBLE_FORMAT, FORMAT, MANIFEST, MULTI_FORMAT, ONNX_FORMAT
 from nerservice.artifacts.model_folder import load_model_folder, verify_model_folder
+from nerservice.artifacts.onnx_folder import load_onnx_folder, verify_onnx_folder
 from nerservice.config import NerConfig
 from nerservice.errors import IntegrityError, ModelLoadError
 from nerservice.text.vocab import Vocabularies
@@ -58,6 +59,7 @@ FORMATS: dict[str, Format] = {
     FORMAT: Format(load_model_folder, verify_model_folder),
     ENSEMBLE_FORMAT: Format(load_ensemble, verify_ensemble),
     MULTI_FORMAT: Format(load_model_folder, verify_model_folder),  # a model folder with one head per corpus
+    ONNX_FORMAT: Format(load_onnx_folder, verify_onnx_folder),  # an export: ONNX Runtime, no TensorFlow
 }
 
 

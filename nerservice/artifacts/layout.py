@@ -16,7 +16,9 @@ A saved model folder holds::
     lineage.json        corpus fingerprints, config hash, git sha, package versions
     manifest.json       file list with sha256 and sizes (the store verifies it)
 
-An ensemble folder holds ``ensemble.json`` and ``member-N/`` model folders (``ensemble_folder.py``).
+An ensemble folder holds ``ensemble.json`` and ``member-N/`` model folders (``ensemble_folder.py``); an ONNX
+export (``onnx_folder.py``) holds ``words.onnx``, ``context.onnx``, ``crf.json``, ``README.md`` beside
+``vocab.json``, ``config.json``, ``metrics.json``, ``lineage.json`` and its manifest.
 """
 from __future__ import annotations
 
@@ -42,3 +44,7 @@ STATE, MODEL_VARS, OPT_VARS = "state.json", "model_vars.npz", "optimizer_vars.np
 FORMAT = "nerservice.saved_model.v1"
 ENSEMBLE_FORMAT = "nerservice.ensemble.v1"
 MULTI_FORMAT = "nerservice.multi.v1"  # one model, one head per corpus; needs MULTI too
+ONNX_FORMAT = "nerservice.onnx.v1"  # `nerservice export --format onnx` (onnx_folder.py): serves without TensorFlow
+
+# ONNX export folder (onnx_folder.py): the two graphs and the CRF beside vocab.json, config.json.
+WORDS_GRAPH, CONTEXT_GRAPH, CRF, README = "words.onnx", "context.onnx", "crf.json", "README.md"

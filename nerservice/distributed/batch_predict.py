@@ -2,7 +2,7 @@
 
 ``mapInPandas`` calls :func:`predict_frames` once per partition; the module-level cache keyed by the
 resolved model path means a Python worker that Spark reuses for the next partition (the default,
-``spark.python.worker.reuse=true``) loads TensorFlow and the model only once.
+``spark.python.worker.reuse=true``) loads the model (and its runtime: ONNX Runtime, or TensorFlow for the Keras path) only once.
 """
 from __future__ import annotations
 
@@ -28,10 +28,13 @@ def extractor_for(model_dir: str, *, loads: Any = None, **options: Any) -> Any:
     if extractor is None:
         from nerservice.distributed.threads import limit_tensorflow_threads, task_cpus
         from nerservice.inference import Extractor
+        from nerservice.runtime.select import planned_runtime
 
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        limit_tensorflow_threads(task_cpus())
-        extractor = _EXTRACTORS[key] = Extractor.load(key, **options)
+        cpus = task_cpus()
+        if planned_runtime(key, options.get("runtime", "auto")) == "keras":
+            limit_tensorflow_threads(cpus)  # imports TensorFlow: only when it will run the model
+        extractor = _EXTRACTORS[key] = Extractor.load(key, threads=cpus, **options)
         if loads is not None:
             loads.add(1)
     return extractor

@@ -19,7 +19,7 @@ import numpy as np
 
 from nerservice.errors import ModelLoadError
 from nerservice.model.decode import CrfParams
-from nerservice.model.predictor import Predictor, Tagged, decode_tags
+from nerservice.model.predictor import ForwardPredictor, Tagged, decode_tags
 
 
 def mean_crf(params: Sequence[CrfParams]) -> CrfParams:
@@ -48,7 +48,7 @@ class MembersXla:
 class EnsemblePredictor:
     """The ``Predictor`` interface over M member predictors (used by the Extractor, evaluate, the API)."""
 
-    def __init__(self, members: Sequence[Predictor]) -> None:
+    def __init__(self, members: Sequence[ForwardPredictor]) -> None:
         if not members:
             raise ModelLoadError("an ensemble needs at least one member")
         tags = members[0].tag_labels
@@ -66,6 +66,10 @@ class EnsemblePredictor:
     @property
     def tag_labels(self) -> list[str]:
         return self.members[0].tag_labels
+
+    @property
+    def runtime(self) -> str:
+        return str(self.members[0].runtime)
 
     def crf_params(self) -> CrfParams:
         return self._crf

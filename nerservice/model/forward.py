@@ -6,13 +6,15 @@ wraps this one) both import it without importing each other.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nerservice import backend as backends
-from nerservice.model.tagger import NerTagger
 from nerservice.text.inputs import INPUT_RANKS, model_inputs
+
+if TYPE_CHECKING:  # Keras only when a Keras model is compiled: the ONNX runtime imports ``Forward`` without it
+    from nerservice.model.tagger import NerTagger
 
 Forward = Callable[[dict[str, np.ndarray]], np.ndarray]
 

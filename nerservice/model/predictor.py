@@ -15,12 +15,12 @@ from nerservice.model.batching import bucketed_batches
 from nerservice.model.decode import CrfParams, Tagged, decode_emissions
 from nerservice.model.forward import Forward, compile_forward
 from nerservice.model.heads import decode_merged
-from nerservice.model.tagger import NerTagger
 from nerservice.text.features import EncodedCorpus, ShapePolicy
 from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary, Vocabularies
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # Keras is imported only when a Keras model is used: the ONNX runtime serves without it
     from nerservice.model.device_tagging import DeviceTagger
+    from nerservice.model.tagger import NerTagger
     from nerservice.model.xla_forward import BackgroundXlaForward
 
 
@@ -41,6 +41,9 @@ class XlaCompiler(Protocol):
 
 class TagPredictor(Protocol):
     """What callers use of a ``Predictor`` or an ``EnsemblePredictor``."""
+
+    @property
+    def runtime(self) -> str: ...  # "keras" or "onnx": what computes the emissions
 
     @property
     def background_xla(self) -> XlaCompiler | None: ...
@@ -66,39 +69,20 @@ def decode_tags(emissions: Sequence[np.ndarray], crf: CrfParams, tags: TagVocabu
     return decode_emissions(emissions, crf, tags.tag, **kw)
 
 
-class Predictor:
-    def __init__(self, model: NerTagger, vocabs: Vocabularies, *, max_word_length: int, batch_size: int = 256,
-                 token_budget: int = 8192, bucket_size: int = 8, jit_compile: bool | str = False,
-                 matmul_precision: str = "highest") -> None:
-        """``jit_compile``: False = TF graph; True = XLA, compiling each new shape before answering;
-        "background" = XLA over bounded shapes, compiled on a background thread while the graph function
-        answers (``xla_forward.py``; TensorFlow only, the JAX path is always compiled).
-        ``matmul_precision``: JAX only, the fused forward + device decode's (``device_tagging.py``)."""
-        self.model, self.vocabs = model, vocabs
+class ForwardPredictor:
+    """Encoding, length-bucketed batching and the CRF decode around any ``forward(batch) -> emissions``
+    (B, T, K): the Keras ``Predictor`` below and the ONNX Runtime one (nerservice/runtime/predictor.py)
+    differ only in the forward function, so they cannot drift in anything else."""
+
+    runtime = "keras"  # what computes the emissions
+
+    def __init__(self, forward: Forward, vocabs: Vocabularies, crf: CrfParams | None, *, policy: ShapePolicy,
+                 max_word_length: int, batch_size: int = 256, token_budget: int = 8192, bucket_size: int = 8) -> None:
+        self._forward, self.vocabs, self._crf, self.policy = forward, vocabs, crf, policy
         self.max_word_length, self.batch_size = max_word_length, batch_size
         self.token_budget, self.bucket_size = token_budget, bucket_size
-        backend = backends.current()
         self.background_xla: BackgroundXlaForward | None = None
-        self._forward: Forward
-        if jit_compile == "background" and backend == "tensorflow":
-            from nerservice.model.xla_forward import BackgroundXlaForward
-
-            self.background_xla = BackgroundXlaForward(model)
-            self._forward = self.background_xla
-            self.policy = ShapePolicy.bounded(time_multiple=bucket_size)
-        else:
-            self._forward = compile_forward(model, jit_compile=jit_compile is True)
-            self.policy = ShapePolicy.for_backend(backend, batch_size=batch_size, time_multiple=bucket_size)
         self.device_tagger: DeviceTagger | None = None
-        # forward + CRF decode in one compiled function (``device_tagging.py``); a multi-corpus model decodes
-        # each head on its own CRF block, on the host (``heads.py``)
-        if backend == "jax" and not isinstance(vocabs.tags, MultiTagVocabulary):
-            from nerservice.model.device_tagging import DeviceTagger
-
-            self.device_tagger = DeviceTagger(model, vocabs, max_word_length=max_word_length, batch_size=batch_size,
-                                              token_budget=token_budget, bucket_size=bucket_size,
-                                              policy=self.policy, crf_params=self.crf_params,
-                                              matmul_precision=matmul_precision)
 
     @property
     def tag_labels(self) -> list[str]:
@@ -106,7 +90,9 @@ class Predictor:
         return self.vocabs.tags.tags
 
     def crf_params(self) -> CrfParams:
-        return self.model.crf_params()
+        if self._crf is None:  # a subclass that reads them from its model overrides this
+            raise NotImplementedError("no CRF parameters given")
+        return self._crf
 
     def emissions(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """The network's emission scores per sentence, (len, K) float64; empty sentences give (0, K)."""
@@ -131,3 +117,42 @@ class Predictor:
 
     def predict_tags(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         return [t.tags for t in self.tag(sentences, with_scores=False)]
+
+
+class Predictor(ForwardPredictor):
+    """The Keras model's forward (TF graph, XLA, or JAX with the decode on the device)."""
+
+    def __init__(self, model: NerTagger, vocabs: Vocabularies, *, max_word_length: int, batch_size: int = 256,
+                 token_budget: int = 8192, bucket_size: int = 8, jit_compile: bool | str = False,
+                 matmul_precision: str = "highest") -> None:
+        """``jit_compile``: False = TF graph; True = XLA, compiling each new shape before answering;
+        "background" = XLA over bounded shapes, compiled on a background thread while the graph function
+        answers (``xla_forward.py``; TensorFlow only, the JAX path is always compiled).
+        ``matmul_precision``: JAX only, the fused forward + device decode's (``device_tagging.py``)."""
+        self.model = model
+        backend = backends.current()
+        xla: BackgroundXlaForward | None = None
+        forward: Forward
+        if jit_compile == "background" and backend == "tensorflow":
+            from nerservice.model.xla_forward import BackgroundXlaForward
+
+            forward = xla = BackgroundXlaForward(model)
+            policy = ShapePolicy.bounded(time_multiple=bucket_size)
+        else:
+            forward = compile_forward(model, jit_compile=jit_compile is True)
+            policy = ShapePolicy.for_backend(backend, batch_size=batch_size, time_multiple=bucket_size)
+        super().__init__(forward, vocabs, None, policy=policy, max_word_length=max_word_length,
+                         batch_size=batch_size, token_budget=token_budget, bucket_size=bucket_size)
+        self.background_xla = xla
+        # forward + CRF decode in one compiled function (``device_tagging.py``); a multi-corpus model decodes
+        # each head on its own CRF block, on the host (``heads.py``)
+        if backend == "jax" and not isinstance(vocabs.tags, MultiTagVocabulary):
+            from nerservice.model.device_tagging import DeviceTagger
+
+            self.device_tagger = DeviceTagger(model, vocabs, max_word_length=max_word_length, batch_size=batch_size,
+                                              token_budget=token_budget, bucket_size=bucket_size,
+                                              policy=self.policy, crf_params=self.crf_params,
+                                              matmul_precision=matmul_precision)
+
+    def crf_params(self) -> CrfParams:
+        return self.model.crf_params()  # read each time: training evaluates while the weights move

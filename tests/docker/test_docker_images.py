@@ -111,7 +111,7 @@ def test_servers_have_a_healthcheck(name):
     assert checks and "healthcheck.py" in checks[0]
 
 
-@pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.gpu"])
+@pytest.mark.parametrize("name", ["Dockerfile", "Dockerfile.gpu", "Dockerfile.predict"])
 def test_spark_images_set_spark_home_to_the_pyspark_package(name):
     text = (REPO / "docker" / name).read_text()
     assert "SPARK_HOME=/opt/venv/lib/python${PYTHON_VERSION}/site-packages/pyspark" in text
@@ -129,3 +129,10 @@ def test_gpu_image_installs_cuda_tensorflow_and_the_discovery_script():
     assert settings["spark.worker.resource.gpu.amount"].strip() == "1"
     assert settings["spark.worker.resource.gpu.discoveryScript"].strip() == "/opt/nerservice/gpu-discovery.sh"
     assert settings["spark.task.resource.gpu.amount"].strip() == "1"
+
+
+def test_the_predict_image_is_the_api_image_plus_spark_without_tensorflow():
+    text = (REPO / "docker" / "Dockerfile.predict").read_text()
+    froms = [args for word, args in _instructions(REPO / "docker" / "Dockerfile.predict") if word == "FROM"]
+    assert froms == ["${API_IMAGE}"] and "ARG API_IMAGE=nerservice-api:latest" in text
+    assert "--no-base --extras spark" in text and "find_spec(m)" in text  # the build fails if TF sneaks in

@@ -93,7 +93,7 @@ def _by_name(text: str) -> dict[str, Requirement]:
 
 
 def test_requirements_for_the_spark_image_come_from_pyproject():
-    reqs = _by_name(_requirements("--extras", "spark,store").stdout)
+    reqs = _by_name(_requirements("--extras", "train,spark,store").stdout)
     assert str(reqs["pyspark"].specifier) == "==4.3.0"
     assert str(reqs["mlflow"].specifier) == "==3.17.2"
     assert "tensorflow-cpu" in reqs and "keras" in reqs
@@ -106,8 +106,9 @@ def test_requirements_expand_self_referencing_extras():
 
 
 def test_requirements_gpu_swap_keeps_the_version_range():
-    reqs = _by_name(_requirements("--extras", "spark,store", "--replace", "tensorflow-cpu=tensorflow[and-cuda]").stdout)
-    cpu = _by_name(_requirements().stdout)["tensorflow-cpu"]
+    reqs = _by_name(_requirements("--extras", "train,spark,store", "--replace",
+                                  "tensorflow-cpu=tensorflow[and-cuda]").stdout)
+    cpu = _by_name(_requirements("--extras", "train").stdout)["tensorflow-cpu"]
     assert "tensorflow-cpu" not in reqs
     assert reqs["tensorflow"].extras == {"and-cuda"}
     assert reqs["tensorflow"].specifier == cpu.specifier
@@ -116,13 +117,21 @@ def test_requirements_gpu_swap_keeps_the_version_range():
 
 @pytest.mark.parametrize("machine,expected", [("x86_64", "tensorflow-cpu"), ("aarch64", "tensorflow")])
 def test_requirements_complement_picks_exactly_one_tensorflow_per_platform(machine, expected):
-    lines = _requirements("--complement", "tensorflow-cpu=tensorflow").stdout.splitlines()
+    lines = _requirements("--extras", "train", "--complement", "tensorflow-cpu=tensorflow").stdout.splitlines()
     tf = [Requirement(ln) for ln in lines if ln.startswith("tensorflow")]
     assert len(tf) == 2
     env = {"platform_machine": machine}
     chosen = [r.name for r in tf if r.marker is None or r.marker.evaluate(env)]
     assert chosen == [expected]
     Marker(str(tf[1].marker))  # valid PEP 508 (no `not`)
+
+
+def test_the_serve_extra_pulls_no_tensorflow_or_keras():
+    """The API image's dependency list (Dockerfile.api): ONNX Runtime and the service, no training stack."""
+    reqs = _by_name(_requirements("--extras", "serve,store").stdout)
+    assert {"onnxruntime", "fastapi", "uvicorn", "mlflow", "numpy", "pydantic"} <= set(reqs)
+    assert not {"tensorflow", "tensorflow-cpu", "keras", "jax", "onnx", "h5py"} & set(reqs)
+    assert "--extras serve,store" in (REPO / "docker" / "Dockerfile.api").read_text(encoding="utf-8")
 
 
 def test_requirements_store_only_is_just_mlflow():

@@ -6,7 +6,8 @@
   API            ← `nerservice serve` with NERSERVICE_STORE_URI + NERSERVICE_MODEL=demo@production, started
                    before any model exists (not ready), like `docker compose up`
   trainer        ← docker/spark/train-pipeline.sh: wait for workers, spark-submit preprocess, spark-submit
-                   train --workers 2 --register --promote, then POST /v1/models/reload to the API
+                   train --workers 2 --register --promote, export to ONNX (registered, promoted), then
+                   POST /v1/models/reload to the API
 
 Everything started here is stopped by PID in the fixture's teardown."""
 from __future__ import annotations
@@ -166,6 +167,10 @@ def test_trainer_pipeline_trains_on_two_workers_registers_promotes_and_reloads_t
     status, body = _get(f"{api}/readyz")
     assert status == 200, body
     assert json.loads(body)["model"]["name"] == "demo"
+    # What the API serves is the pipeline's ONNX export of the trained version (the API image has no TensorFlow).
+    info = json.loads(_get(f"{api}/v1/models")[1])["model"]
+    assert info["manifest"]["format"] == "nerservice.onnx.v1" and info["runtime"] == "onnx"
+    assert info["manifest"]["source"]["ref"] == f"demo/{summary['registered']['version']}"
 
     req = urllib.request.Request(f"{api}/v1/extract", data=json.dumps({"text": "Cisplatin caused renal failure ."}).encode(),
                                  headers={"Content-Type": "application/json"})

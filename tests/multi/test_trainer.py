@@ -127,3 +127,15 @@ def test_per_corpus_batches_sample_corpora_in_proportion() -> None:
     assert first[:10] != [True] * 10 and 0 < sum(first) < len(first)  # corpora interleaved, not in blocks
     assert [b.tolist() for b in corpus_plan(groups, lengths, config, epoch=0)] == [b.tolist() for b in plan]
     assert corpus_plan(groups, lengths, config, epoch=1)[0].tolist() != plan[0].tolist()
+
+
+def test_a_multi_corpus_model_exports_and_serves_on_onnx_runtime(multi_run: Path, tmp_path: Path) -> None:
+    from nerservice.inference import Extractor
+
+    assert main(["export", str(multi_run), "--format", "onnx", "--out", str(tmp_path / "onnx")]) == 0
+    onnx = Extractor.load(tmp_path / "onnx")
+    keras = Extractor.load(multi_run / "model-best", runtime="keras")
+    assert onnx.runtime == "onnx" and onnx.labels == keras.labels == ["Disease", "Drug"]
+    got, want = onnx.extract_one(TEXT), keras.extract_one(TEXT)
+    assert [(e.start, e.end, e.label) for e in got] == [(e.start, e.end, e.label) for e in want]
+    assert [e.score for e in got] == pytest.approx([e.score for e in want], abs=1e-4)

@@ -1,0 +1,45 @@
+"""The README.md written into every ONNX export: what a user without nerservice needs to run it."""
+from __future__ import annotations
+
+from typing import Any
+
+TEMPLATE = """# nerservice ONNX export
+
+Exported from `{ref}` (manifest sha256 `{sha}`). Tags: {tags}.
+Runs on ONNX Runtime (CPU) and NumPy; no TensorFlow, Keras or nerservice needed.
+
+## Files
+- `words.onnx`: per distinct word. Inputs `word_ids` int32 (U,), `word_chars` int32 (U, C). Output
+  `features` float32 (U, {dim}).
+- `context.onnx`: per batch of sentences. Inputs `features` float32 (U, {dim}) (the output above),
+  `word_index` int32 (B, T) (row of `features` for each token; any row for padding), `lengths` int32 (B,)
+  (real tokens per sentence). Output `emissions` float32 (B, T, {k}): one score per tag (column order of
+  `crf.json` "tags"); positions at or past a sentence's length are padding.
+- `vocab.json`: `words.items`, `chars.items` (id = position in the list + 2; 0 = padding, 1 = unknown),
+  `tags.tags`. `crf.json`: `transitions` [from][to], `start`, `end`, `tags`. `config.json`: the training
+  config (`model.max_word_length` = {maxlen}). `manifest.json`: sha256 of every file.
+
+## Inputs from tokens
+For each token w (any tokenizer; nerservice splits on whitespace and punctuation):
+- word id: `words.items.index(normalize(w)) + 2`, else 1, where normalize = lower-case, then every Unicode
+  decimal digit replaced by "0" ("BRCA1" -> "brca0").
+- chars: the token itself (not normalised); if longer than {maxlen} characters keep the first {head} and
+  the last {tail}. Char ids `chars.items.index(c) + 2`, else 1; right-padded with 0 to a common width C.
+- Give each distinct (word id, chars) pair one row u of `word_ids`/`word_chars` (one row per token works
+  too, it is only slower); `word_index[b, t]` = the row of sentence b's token t.
+
+## Decode (linear-chain CRF)
+For a sentence of n tokens with emissions E (n, K), the tag path y maximises
+`start[y0] + sum_t E[t, y_t] + sum_t transitions[y_(t-1), y_t] + end[y_(n-1)]` (Viterbi).
+Tags are IOB2; an entity is a `B-X` followed by `I-X`s (an `I-X` without a preceding `B-X`/`I-X` of the
+same type starts an entity too). Its score is the mean over its tokens of the marginal probability
+p(y_t = chosen tag | sentence) from forward-backward with the same scores.
+"""
+
+
+def readme_text(loaded: Any, source: dict[str, Any]) -> str:
+    maxlen = int(loaded.config.model.max_word_length)
+    return TEMPLATE.format(
+        ref=source["ref"], sha=source["manifest_sha256"], tags=", ".join(loaded.vocabs.tags.tags),
+        dim=int(loaded.config.model.dense_units), k=len(loaded.vocabs.tags), maxlen=maxlen,
+        head=maxlen // 2, tail=maxlen - maxlen // 2)
