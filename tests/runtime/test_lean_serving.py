@@ -49,11 +49,11 @@ with contextlib.redirect_stdout(buf):
     assert main(["predict", {export!r}, {str(texts_file)!r}]) == 0
 cli = [json.loads(line)["entities"] for line in buf.getvalue().splitlines()]
 
-os.environ["NERSERVICE_API_MODEL"] = {export!r}
 from fastapi.testclient import TestClient
 from api.main import create_app
+from api.settings import load_settings
 import time
-with TestClient(create_app()) as client:
+with TestClient(create_app(load_settings(model={export!r}))) as client:
     deadline = time.time() + 60
     while client.get("/readyz").status_code != 200 and time.time() < deadline:
         time.sleep(0.05)
