@@ -240,7 +240,7 @@ def test_reload_swaps_and_frees_the_old_model(random_model_dir, tmp_path: Path, 
 
     monkeypatch.setattr(model_slot, "RELEASE_DELAY_S", 0.01)
     served = shutil.copytree(random_model_dir, tmp_path / "served")
-    settings = ApiSettings(model=str(served), xla="off")
+    settings = ApiSettings(model=str(served), xla="off", runtime="keras")  # the Keras model and TF heap
 
     async def main() -> tuple[dict[str, Any], Any, int]:
         slot = ModelSlot(settings.model, settings)
