@@ -24,14 +24,3 @@ def _apply(doc: Document, found: Iterator[Any]) -> Document:
                                    score=float(e.score)))
     return doc.with_annotations(anns)
 
-
-def annotate_stream(extractor: Any, docs: Iterator[Document], *, batch: int = 64) -> Iterator[Document]:
-    """:func:`annotate` over an iterator, ``batch`` documents per Extractor call (bounded memory)."""
-    buf: list[Document] = []
-    for d in docs:
-        buf.append(d)
-        if len(buf) >= batch:
-            yield from annotate(extractor, buf)
-            buf = []
-    if buf:
-        yield from annotate(extractor, buf)
