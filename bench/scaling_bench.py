@@ -33,13 +33,6 @@ def _one_thread() -> None:
     tf.config.threading.set_inter_op_parallelism_threads(1)
 
 
-def gradient_bytes(corpus: str) -> dict[str, int]:
-    """Trainable parameters of the default model on ``corpus`` (what every step all-reduces)."""
-    model, _, _ = _model(corpus)
-    n = sum(int(v.numpy().size) for v in model.trainable_variables)
-    return {"trainable_params": n, "gradient_bytes": 4 * n}
-
-
 def _model(corpus: str) -> tuple[Any, Any, Any]:
     from nerservice.config import NerConfig
     from nerservice.data import read_corpus
@@ -56,6 +49,7 @@ def _model(corpus: str) -> tuple[Any, Any, Any]:
 
 def step_times(args: argparse.Namespace) -> dict[str, Any]:
     _one_thread()
+    from nerservice.data import read_corpus
     from nerservice.text.features import EncodedCorpus, ShapePolicy
     from nerservice.training.loop import epoch_plan
     from nerservice.training.steps import make_train_step
@@ -86,6 +80,7 @@ def step_times(args: argparse.Namespace) -> dict[str, Any]:
         print(json.dumps(rows[-1]), flush=True)
     return {"what": "step", "corpus": args.corpus, "threads": 1, "rows": rows,
             "steps_per_epoch_at_32": len(epoch_plan(lengths, config, 0)), "train_tokens": sum(lengths),
+            "dev_tokens": sum(len(s.tokens) for s in read_corpus(os.path.join(args.corpus, "devel.tsv")).sentences),
             "train_sentences": len(lengths), **gradient_bytes_of(model), "loadavg": os.getloadavg()}
 
 
@@ -111,19 +106,20 @@ def allreduce_worker(rank: int, ports: list[int], sizes: list[int], reps: int) -
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=comm)
     rows = []
     for nbytes in sizes:
-        x = tf.ones((max(nbytes // 4, 1),), tf.float32)
+        n = max(nbytes // 4, 1)
 
         @tf.function
-        def reduce(v: Any) -> Any:
-            def fn(t: Any) -> Any:
+        def reduce(scale: Any) -> Any:
+            def fn() -> Any:  # the tensor is made on the replica's device, like a gradient
+                t = tf.ones((n,), tf.float32) * scale
                 return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, t)
-            return strategy.run(fn, args=(v,))
+            return strategy.run(fn)
 
-        reduce(x)  # trace + first exchange
+        reduce(tf.constant(1.0))  # trace + first exchange
         times = []
         for _ in range(reps):
             t0 = time.perf_counter()
-            out = reduce(x)
+            out = reduce(tf.constant(1.0))
             float(strategy.experimental_local_results(out)[0][0])
             times.append(time.perf_counter() - t0)
         rows.append({"bytes": nbytes, "median_s": statistics.median(times), "min_s": min(times)})

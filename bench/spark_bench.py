@@ -26,9 +26,10 @@ from cluster import SparkCluster  # noqa: E402  (the tests' standalone-cluster l
 from nerservice.artifacts.layout import BEST, HISTORY, LAST, WEIGHTS  # noqa: E402
 
 
-def run(cluster: SparkCluster, script: str, *args: str, timeout: float = 1800) -> tuple[dict[str, Any], float]:
+def run(cluster: SparkCluster, script: str, *args: str, timeout: float = 1800,
+        conf: dict[str, str] | None = None) -> tuple[dict[str, Any], float]:
     t0 = time.perf_counter()
-    proc = cluster.submit(script, *args, timeout=timeout)
+    proc = cluster.submit(script, *args, timeout=timeout, conf=conf)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.exit(f"{script} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
@@ -115,6 +116,9 @@ def _train_record(summary: dict[str, Any], wall: float) -> dict[str, Any]:
             "dev_f1": summary["dev"]["micro"]["f1"], "best_epoch": summary["best_epoch"],
             "train_tokens_per_s": summary["train_tokens_per_s"], "job_tokens_per_s": summary["job_tokens_per_s"],
             "epoch_seconds": [h["train_seconds"] for h in summary["history"]],
+            "eval_seconds": [h["eval_seconds"] for h in summary["history"]], "scaling": summary.get("scaling"),
+            "loadavg_after": os.getloadavg(), "steps_epoch1": summary["workers"][0]["shard_epoch1"]["steps"],
+            "train_tokens": summary["data"]["train"]["tokens"], "dev_tokens": summary["data"]["dev"]["tokens"],
             "weights_identical": summary["weights_identical"], "model_dir": summary["model_dir"]}
 
 
@@ -129,7 +133,10 @@ def main() -> None:
                    "and compare their final weights")
     p.add_argument("--equivalence-dropout", type=float, default=0.5, help="model.dropout of the equivalence runs "
                    "(workers draw the single process's masks, so equality holds with dropout on)")
-    p.add_argument("--skip", nargs="*", default=[], choices=["prep", "core", "w1", "w2", "predict"])
+    p.add_argument("--skip", nargs="*", default=[], choices=["prep", "core", "w1", "w2", "predict", "predict1"])
+    p.add_argument("--scaling", choices=["fixed", "grow"], default="fixed",
+                   help="train.py --scaling of the w1/w2 runs (results keys get a _grow suffix for grow)")
+    p.add_argument("--predict-model", type=Path, help="model folder for predict (default: the w2/w1 run's)")
     p.add_argument("--w2v", type=int, metavar="DIM", help="also: preprocess with --word2vec DIM (MLlib, all "
                    "tokens) and train 1 worker with those vectors, to compare F1 with train_w1")
     args = p.parse_args()
@@ -153,9 +160,11 @@ def main() -> None:
         for world in (1, 2):
             if f"w{world}" in args.skip:
                 continue
+            suffix = "_grow" if args.scaling == "grow" else ""
             summary, wall = run(cluster, "spark_jobs/train.py", "--data", str(prep), "--out",
-                                str(work / f"train-w{world}"), "--workers", str(world), "--no-resume", *set_args)
-            results[f"train_w{world}"] = _train_record(summary, wall)
+                                str(work / f"train-w{world}{suffix}"), "--workers", str(world), "--no-resume",
+                                "--scaling", args.scaling, *set_args)
+            results[f"train_w{world}{suffix}"] = _train_record(summary, wall)
             save()
         if "core" not in args.skip:
             core, wall = core_train(c, work / "core", sets)
@@ -170,10 +179,10 @@ def main() -> None:
             if all((work / d / LAST / WEIGHTS).exists() for d in (a, b)):
                 results[key] = max_weight_difference(work / a / LAST, work / b / LAST)
         save()
+        model_dir = args.predict_model or Path(results.get("train_w2", results.get("train_w1", {})).get("model_dir", ""))
         if "predict" not in args.skip:
             from nerservice.data import read_corpus
 
-            model_dir = Path(results.get("train_w2", results.get("train_w1", {})).get("model_dir", ""))
             sentences = read_corpus(c / "test.tsv").sentences
             texts = [" ".join(s.tokens) for s in sentences] * args.replicate
             src = work / "texts.jsonl"
@@ -195,6 +204,18 @@ def main() -> None:
             for base in ("in_process_1_thread_alone", "in_process_1_thread_2_concurrent"):
                 r[f"ratio_vs_{base}"] = r["spark_tokens_per_s_per_core"] / r[base]
                 r[f"ratio_steady_vs_{base}"] = r["spark_steady_tokens_per_s_per_core"] / r[base]
+            save()
+        if "predict1" not in args.skip:  # the same job on one executor of one core (spark.cores.max=1)
+            src = work / "texts.jsonl"
+            pred, wall = run(cluster, "spark_jobs/predict.py", "--model", str(model_dir),
+                             "--input", str(src), "--output", str(work / "preds1"), "--overwrite", "--partitions",
+                             str(args.partitions), conf={"spark.cores.max": "1"})
+            tokens = results["predict"]["tokens"]
+            results["predict_1_executor"] = {
+                "wall_s": wall, "infer_s": pred["infer_seconds"], "extract_s_all_tasks": pred["extract_seconds"],
+                "spark_tokens_per_s_per_core": tokens / pred["infer_seconds"],
+                "spark_steady_tokens_per_s_per_core": tokens / pred["extract_seconds"], "loadavg_after": os.getloadavg()}
+            results["predict"]["loadavg_after"] = results["predict"].get("loadavg_after")
             save()
         if args.equivalence_epochs:
             eq_sets = ["--set", f"training.epochs={args.equivalence_epochs}",

@@ -42,8 +42,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="fixed: N workers split each global batch of training.batch_size (the model does not depend "
                    "on N); grow: every worker takes a full batch, global batch = N x batch_size, learning rate "
                    "scaled by --lr-rule with warm-up (faster with more workers; see README 'How training scales')")
-    p.add_argument("--lr-rule", choices=("sqrt", "linear"), default="sqrt",
-                   help="with --scaling grow: learning rate x sqrt(N) (default) or x N")
+    p.add_argument("--lr-rule", choices=("linear", "sqrt"), default="linear",
+                   help="with --scaling grow: learning rate x N (default; measured up to N = 8) or x sqrt(N)")
     p.add_argument("--backend", choices=("tensorflow", "jax"), default="tensorflow",
                    help="Keras backend of the workers: tensorflow (tf.distribute, the CPU default) or jax "
                    "(jax.distributed; the path measured on GPUs)")

@@ -79,7 +79,7 @@ def read_multi(spark: Any, data_dir: str) -> tuple[CorporaConfig, dict[str, dict
 def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config: NerConfig,
                  embeddings: str | list[str] | None = None, register: str | None = None, promote: str | None = None,
                  resume: bool = True, collective_timeout_s: float = 600.0, kill: KillPlan | None = None,
-                 backend: str = "tensorflow", scaling: Mode = "fixed", rule: Rule = "sqrt",
+                 backend: str = "tensorflow", scaling: Mode = "fixed", rule: Rule = "linear",
                  train_on_dev: bool = False, keep: str = "best", recipe: dict[str, Any] | None = None) -> dict[str, Any]:
     """``scaling``/``rule``: how the global batch and learning rate follow ``world``
     (``nerservice.training.scaling``); the config the workers train with is the scaled one.
