@@ -124,7 +124,7 @@ def run_worker(spec: TrainSpec, data: dict[str, Any], context: Any) -> dict[str,
     env.update(gpu_env(context.resources()))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
     with scoped_environ(env):
-        result = _train(spec, data, rank=rank, peers=peers)
+        result = _train(spec, data, rank=rank, peers=peers, gather=lambda m: list(context.allGather(m)))
     context.barrier()  # finish together: a rank that fails after training still fails the whole stage
     result.update(rank=rank, world=spec.world, host=peers[rank].host, port=peers[rank].port, pid=os.getpid(),
                   hostname=socket.gethostname(), resumed_from_epoch=resumed_from,
@@ -181,8 +181,10 @@ def _tf_strategy(spec: TrainSpec) -> Any:
     return strategy
 
 
-def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer]) -> dict[str, Any]:
-    """``data``: {split: rows}, or {corpus: {split: rows}} when ``spec.corpora`` is set."""
+def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer],
+           gather: Any = None) -> dict[str, Any]:
+    """``data``: {split: rows}, or {corpus: {split: rows}} when ``spec.corpora`` is set. ``gather``: the barrier's
+    allGather, used to split the dev evaluation over the workers (single-corpus training)."""
     if spec.world > 1 and spec.backend == "tensorflow" and "tensorflow" in sys.modules and not _STRATEGY_CREATED:
         print("warning: TensorFlow was imported before TF_CONFIG was set in this worker", file=sys.stderr)
     from nerservice.config import NerConfig
@@ -229,7 +231,8 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
         # train_on_dev/keep/recipe: the final-model recipe's phase 2 (training/recipes.py)
         outcome = train(config, train_data=[*train_s, *dev_s] if spec.train_on_dev else train_s, dev_data=dev_s,
                         test_data=sentences_from_rows(data["test"]) if data.get("test") else None,
-                        keep="last" if spec.keep == "last" else "best", recipe=spec.recipe, **common)
+                        keep="last" if spec.keep == "last" else "best", recipe=spec.recipe, dev_gather=gather,
+                        **common)
         lengths, plan = [len(s.tokens) for s in train_s], None
     result: dict[str, Any] = {
         "weights_digest": weights_digest(outcome.model),

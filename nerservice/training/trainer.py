@@ -116,6 +116,7 @@ def train(
     world: int = 1,
     keep: Literal["best", "last"] = "best",
     recipe: dict[str, Any] | None = None,
+    dev_gather: Any = None,
 ) -> TrainOutcome:
     """Train and save.  ``keep="last"`` (the final-model recipe's phase 2, ``training/recipes.py``): no
     model is selected on dev (dev is then training data): model-last is the result, evaluated on test, and
@@ -123,7 +124,9 @@ def train(
     Distributed use (``spark_jobs/train.py``): every worker calls this with the same
     data and config, its ``rank``, ``world`` and a ``tf.distribute`` strategy; each trains on its slice of
     every global batch; only rank 0 writes models and checkpoints (``out_dir`` must be shared storage) and
-    calls callbacks. Every worker evaluates dev itself (weights are identical) so early stopping agrees."""
+    calls callbacks. Every worker evaluates dev itself (weights are identical) so early stopping agrees; with
+    ``dev_gather`` (an all-gather of strings across the workers, ``training.sharded_eval``) each decodes only
+    its share of dev and all score the reassembled set."""
     from nerservice import backend
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
@@ -182,7 +185,12 @@ def train(
         return holder["state"]
 
     def evaluate() -> dict[str, Any]:
-        last_dev[0] = evaluator(predictor, dev_data)
+        if dev_gather is not None and world > 1:
+            from nerservice.training.sharded_eval import sharded_evaluator
+
+            last_dev[0] = sharded_evaluator(predictor, dev_data, rank=rank, world=world, gather=dev_gather)
+        else:
+            last_dev[0] = evaluator(predictor, dev_data)
         return last_dev[0]
 
     from nerservice.training.loop import LoopState
