@@ -121,7 +121,7 @@ def predictions(m: Model, gpu: dict[str, Any], *, epochs: int, workers: list[int
     rows = []
     for scenario, kw, b, job_kw in (
         ("CPU workers (1 core), 10 GbE", cpu, 32, {}),
-        ("CPU workers, 10 GbE, dev evaluation sharded (not built)", cpu, 32, {"shard_eval": True}),
+        ("CPU workers, 10 GbE, dev evaluation sharded", cpu, 32, {"shard_eval": True}),
         ("GPU workers (H200), 10 GbE", gpu_kw, gpu["batch"], {}),
     ):
         step_kw = {k: v for k, v in kw.items() if k not in ("f_job", "f_epoch")}

@@ -179,7 +179,9 @@ def main() -> None:
             if all((work / d / LAST / WEIGHTS).exists() for d in (a, b)):
                 results[key] = max_weight_difference(work / a / LAST, work / b / LAST)
         save()
-        model_dir = args.predict_model or Path(results.get("train_w2", results.get("train_w1", {})).get("model_dir", ""))
+        sfx = "_grow" if args.scaling == "grow" else ""
+        trained = results.get(f"train_w2{sfx}", results.get(f"train_w1{sfx}", {}))
+        model_dir = args.predict_model or Path(trained.get("model_dir", ""))
         if "predict" not in args.skip:
             from nerservice.data import read_corpus
 
