@@ -66,7 +66,7 @@ class Model:
         self.full_steps_32 = step["steps_per_epoch_at_32"]
         self.full_eval_scale = step.get("dev_tokens", w1["dev_tokens"]) / w1["dev_tokens"]
 
-    def for_full_corpus(self) -> "Model":
+    def for_full_corpus(self) -> Model:
         import copy
 
         m = copy.copy(self)

@@ -20,14 +20,14 @@ class _Predictor:
     def __init__(self) -> None:
         self.decoded: list[int] = []
 
-    def predict_tags(self, sentences):  # noqa: ANN001, ANN201
+    def predict_tags(self, sentences):
         self.decoded.append(len(sentences))
         return [["B-X" if t[:1].isupper() else "O" for t in s] for s in sentences]
 
 
 def _corpus(n: int) -> list[Sentence]:
     words = ["Aspirin", "and", "Fever", "were", "seen", "Lupus"]
-    return [Sentence(tuple(words[i % 3:i % 3 + 3]), tuple(("B-X", "O", "O")), "dev.tsv", i + 1) for i in range(n)]
+    return [Sentence(tuple(words[i % 3:i % 3 + 3]), ("B-X", "O", "O"), "dev.tsv", i + 1) for i in range(n)]
 
 
 @pytest.mark.parametrize("n,world", [(10, 3), (2, 3), (7, 2)])
