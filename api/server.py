@@ -5,7 +5,7 @@ then sends its headers (or its body) a byte at a time, or nothing at all: each s
 descriptor forever, and a few thousand of them make the process unable to accept anyone.  ``guarded``
 wraps uvicorn's HTTP protocol (httptools) with:
 
-* a connection cap (``max_connections``): one more is answered 503 and closed at once;
+* a connection cap (``max_connections``): one more is answered 429 (``Retry-After``) and closed at once;
 * a header deadline (``header_timeout_s``) from connecting, and from the first byte of each later request
   on a kept-alive connection, and a header size cap (``MAX_HEADER_BYTES``; httptools has none): 408/431;
 * a body deadline (``body_timeout_s``) from the end of the headers to the end of the body: 408.
@@ -25,13 +25,15 @@ GUARD_LOG = RateLimitedLog(log)
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; far above any browser's or client library's
 
 
-def _raw_answer(status: int, reason: str, code: str, message: str) -> bytes:
+def _raw_answer(status: int, reason: str, code: str, message: str, extra: str = "") -> bytes:
     body = f'{{"error":{{"code":"{code}","message":"{message}"}}}}'.encode("ascii")
     return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
-            "connection: close\r\n\r\n").encode("ascii") + body
+            f"{extra}connection: close\r\n\r\n").encode("ascii") + body
 
 
-FULL = _raw_answer(503, "Service Unavailable", "NER700", "too many open connections; retry later")
+# Over the cap is overload like a full queue: 429 NER700 with Retry-After, what clients already back off on.
+FULL = _raw_answer(429, "Too Many Requests", "NER700", "too many open connections; retry later",
+                   "retry-after: 1\r\n")
 SLOW_HEADERS = _raw_answer(408, "Request Timeout", "NER605", "request headers not received in time")
 SLOW_BODY = _raw_answer(408, "Request Timeout", "NER605", "request body not received in time")
 BIG_HEADERS = _raw_answer(431, "Request Header Fields Too Large", "NER601", "request headers too large")

@@ -128,7 +128,7 @@ class ApiSettings(BaseSettings):
     count_tokens_inline_chars: int = Field(4096, ge=0)
 
     # --- HTTP connections (applied by `nerservice serve`, api/server.py) -------------------------------
-    # Open connections; one more is closed at once (after a 503). Each holds a file descriptor and ~100 KiB
+    # Open connections; one more is closed at once (after a 429, as for a full queue). Each holds a file descriptor and ~100 KiB
     # of buffers. Above the 500 concurrent clients the 429 backpressure is tested with.
     max_connections: int = Field(1024, ge=1)
     # Seconds a client has to send a request's headers (from connecting, or from its first byte on a

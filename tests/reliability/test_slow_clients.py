@@ -63,11 +63,11 @@ def test_300_slow_connections_are_closed_in_time_and_capped(guarded_server: Serv
     socks = [_connect(port, kinds[i % 3]) for i in range(SLOW)]
     time.sleep(0.5)
     held_fds = guarded_server.open_fds()
-    # Beyond the cap: answered 503 and closed at once, not held (the others say nothing before the deadline).
+    # Beyond the cap: answered 429 and closed at once, not held (the others say nothing before the deadline).
     assert time.monotonic() - start < HEADER_S - 0.5, "too slow to open the connections: the test cannot tell"
     answered = select.select(socks, [], [], 0.2)[0]
     early = [_closed_by_server(s, time.monotonic() + 1.0) for s in answered]
-    assert all(closed and b" 503 " in got for closed, got in early)
+    assert all(closed and b" 429 " in got and b"retry-after: 1" in got for closed, got in early)
     assert SLOW - CAP - 5 <= len(early) <= SLOW - CAP, len(early)
     assert held_fds - baseline_fds <= CAP + 5, (baseline_fds, held_fds)
     # The rest: closed with a 408 once the header deadline passes.
@@ -77,7 +77,7 @@ def test_300_slow_connections_are_closed_in_time_and_capped(guarded_server: Serv
     assert all(closed for closed, _ in results), f"{sum(not c for c, _ in results)} connections still open"
     assert elapsed < HEADER_S + 3.0
     assert all(b" 408 " in got for _, got in results)
-    print(f"\n{SLOW} slow connections: {len(early)} refused at once (503), {len(results)} closed with 408 "
+    print(f"\n{SLOW} slow connections: {len(early)} refused at once (429), {len(results)} closed with 408 "
           f"{elapsed:.2f} s after the first connect (header deadline {HEADER_S} s); "
           f"fds {baseline_fds} -> {held_fds} while held")
     for s in socks:
