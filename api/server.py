@@ -5,7 +5,9 @@ then sends its headers (or its body) a byte at a time, or nothing at all: each s
 descriptor forever, and a few thousand of them make the process unable to accept anyone.  ``guarded``
 wraps uvicorn's HTTP protocol (httptools) with:
 
-* a connection cap (``max_connections``): one more is answered 429 (``Retry-After``) and closed at once;
+* a connection cap (``max_connections``): a connection over it has one second to send its request, which
+  is answered 429 (``Retry-After``) without reaching the app, and is closed; beyond twice the cap a new
+  connection is closed at once;
 * a header deadline (``header_timeout_s``) from connecting, and from the first byte of each later request
   on a kept-alive connection, and a header size cap (``MAX_HEADER_BYTES``; httptools has none): 408/431;
 * a body deadline (``body_timeout_s``) from the end of the headers to the end of the body: 408.
@@ -23,6 +25,16 @@ from api.settings import ApiSettings
 log = logging.getLogger("nerservice.api")
 GUARD_LOG = RateLimitedLog(log)
 MAX_HEADER_BYTES = 64 * 1024  # request line + headers; far above any browser's or client library's
+OVER_CAP_HEADER_S = 1.0  # how long a connection over the cap may take to send the request it is refused
+
+
+async def _too_many(scope: Any, receive: Any, send: Any) -> None:
+    """The answer to a request on a connection over the cap (the app never sees it)."""
+    body = b'{"error":{"code":"NER700","message":"too many open connections; retry later"}}'
+    await send({"type": "http.response.start", "status": 429,
+                "headers": [(b"content-type", b"application/json"), (b"retry-after", b"1"),
+                            (b"connection", b"close"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _raw_answer(status: int, reason: str, code: str, message: str, extra: str = "") -> bytes:
@@ -51,14 +63,22 @@ def guarded(settings: ApiSettings) -> type[asyncio.Protocol]:
         _reading_headers = True
         _header_bytes = 0
 
+        _over_cap = False
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            if len(self.connections) > max_connections:
-                GUARD_LOG.warning("connection refused: %d open connections (NERSERVICE_API_MAX_CONNECTIONS)",
-                                  len(self.connections) - 1)
+            open_now = len(self.connections)
+            if open_now <= max_connections:
+                self._arm(header_s, SLOW_HEADERS)
+                return
+            GUARD_LOG.warning("over the connection cap: %d open (NERSERVICE_API_MAX_CONNECTIONS)", open_now - 1)
+            if open_now > 2 * max_connections:  # a flood: close at once (the client may see a reset)
                 self._refuse(FULL)
                 return
-            self._arm(header_s, SLOW_HEADERS)
+            # Over the cap: read the request (so closing is not a reset that hides the answer from the
+            # client), answer 429, close; one second for the headers instead of header_timeout_s.
+            self._over_cap = True
+            self._arm(min(header_s, OVER_CAP_HEADER_S), FULL)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
@@ -81,6 +101,8 @@ def guarded(settings: ApiSettings) -> type[asyncio.Protocol]:
         def on_headers_complete(self) -> None:
             self._reading_headers, self._header_bytes = False, 0
             self._arm(body_s, SLOW_BODY)
+            if self._over_cap:
+                self.app = _too_many  # type: ignore[assignment]  # this connection's one request
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
@@ -100,7 +122,8 @@ def guarded(settings: ApiSettings) -> type[asyncio.Protocol]:
             self._timer = None
             if self.transport.is_closing():
                 return
-            GUARD_LOG.warning("connection closed: %s", "headers too slow" if answer is SLOW_HEADERS else "body too slow")
+            GUARD_LOG.warning("connection closed: %s", {SLOW_HEADERS: "headers too slow", SLOW_BODY: "body too slow"}
+                              .get(answer, "over the connection cap"))
             started = self.cycle is not None and self.cycle.response_started and not self.cycle.response_complete
             self._refuse(None if started else answer)
 
