@@ -128,9 +128,11 @@ class ApiSettings(BaseSettings):
     count_tokens_inline_chars: int = Field(4096, ge=0)
 
     # --- HTTP connections (applied by `nerservice serve`, api/server.py) -------------------------------
-    # Open connections; one more is closed at once (after a 429, as for a full queue). Each holds a file descriptor and ~100 KiB
-    # of buffers. Above the 500 concurrent clients the 429 backpressure is tested with.
-    max_connections: int = Field(1024, ge=1)
+    # Open connections. One over it gets 1 s to send its request, answered 429 and closed; beyond twice it a
+    # new connection is closed at once. Each holds a file descriptor and ~100 KiB of buffers (4096: ~400 MiB
+    # at worst, and the process needs a file limit above 2 x 4096). Above the 2,000 connections of the
+    # soak (bench/soak.py) and the 500 concurrent clients the 429 backpressure is tested with.
+    max_connections: int = Field(4096, ge=1)
     # Seconds a client has to send a request's headers (from connecting, or from its first byte on a
     # kept-alive connection); a slow or silent client is disconnected, so idle sockets cannot pile up.
     header_timeout_s: float = Field(10.0, gt=0)
