@@ -52,9 +52,9 @@ def main() -> None:
     if args.train_on_dev:  # fixed epochs: the last model, not one picked on (training) devel F1
         from nerservice.artifacts.formats import load_model
         from nerservice.artifacts.layout import LAST
-        from nerservice.training.trainer import evaluator
+        from nerservice.metrics import evaluate_predictor
 
-        test = evaluator(load_model(out / LAST).predictor(), te)
+        test = evaluate_predictor(load_model(out / LAST).predictor(), te)
     tps = [h["train_tokens_per_s"] for h in outcome.history]
     result = {
         "corpus": corpus.name, "embeddings": args.embeddings, "overrides": args.set,

@@ -12,7 +12,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
+
+
+class TagsPredictor(Protocol):
+    def predict_tags(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]: ...
+
+
+class LabelledSentence(Protocol):
+    @property
+    def tokens(self) -> Sequence[str]: ...
+
+    @property
+    def tags(self) -> Sequence[str]: ...
 
 
 def _prf(tp: int, n_pred: int, n_gold: int) -> dict[str, float]:
@@ -103,3 +115,9 @@ def evaluate_tags(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) 
         "tag_level": tag_scores(gold, pred),
         "token_level": token_scores(gold, pred),
     }
+
+
+def evaluate_predictor(predictor: TagsPredictor, corpus: Sequence[LabelledSentence]) -> dict[str, Any]:
+    """``evaluate_tags`` of a predictor's tags for ``corpus`` against its gold tags."""
+    pred = predictor.predict_tags([list(s.tokens) for s in corpus])
+    return evaluate_tags([list(s.tags) for s in corpus], pred)

@@ -123,7 +123,7 @@ def main() -> None:
     if args.train_on_dev:  # fixed epochs: the last model, not one picked on (training) devel F1
         from nerservice.artifacts.formats import load_model as _load
         from nerservice.artifacts.layout import LAST
-        from nerservice.training.trainer import evaluator
+        from nerservice.metrics import evaluate_predictor as evaluator
 
         test = evaluator(_load(os.path.join(args.out, LAST)).predictor(), te)
     hist = outcome.history

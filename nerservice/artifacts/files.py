@@ -6,12 +6,15 @@ reader never sees half a model.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,26 +43,121 @@ def read_json(path: Path) -> Any:
 
 @contextlib.contextmanager
 def staged(out: Path) -> Iterator[Path]:
-    """A temporary folder beside ``out``, renamed into place when the block succeeds and removed when it
-    fails: a reader never sees half a model."""
+    """A temporary folder beside ``out``, swapped into place when the block succeeds and removed when it
+    fails: a reader never sees half a folder, and a process killed at any point leaves ``out`` whole (the
+    old or the new one; ``exchange_into_place``)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         yield tmp
-        _swap_into_place(tmp, out)
+        _fsync_tree(tmp)
+        exchange_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
-def _swap_into_place(tmp: Path, out: Path) -> None:
+def exchange_into_place(tmp: Path, out: Path) -> None:
+    """Make the complete folder ``tmp`` be ``out``, with no moment at which ``out`` is missing.
+
+    Where the filesystem can (Linux ``renameat2(RENAME_EXCHANGE)``: ext4, xfs, btrfs, tmpfs, overlayfs)
+    the two names are exchanged in one atomic step and the old folder, now at ``tmp``, is removed.
+    Elsewhere: ``out`` is renamed aside to ``.NAME.old-PID``, then ``tmp`` to ``out``; a kill between the two
+    leaves the old folder aside, and ``recover_staged(out)`` (run by training at its next start) renames
+    it back."""
+    if out.exists() and _exchange(tmp, out):
+        _crash_point("exchanged")
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     if out.exists():
-        trash = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, trash)
+        aside = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, aside)
+        _crash_point("set-aside")
         os.replace(tmp, out)
-        shutil.rmtree(trash, ignore_errors=True)
+        shutil.rmtree(aside, ignore_errors=True)
     else:
         os.replace(tmp, out)
+
+
+def _set_aside(out: Path) -> list[Path]:
+    try:
+        return [p for p in out.parent.glob(f".{out.name}.old-*") if p.is_dir()]
+    except OSError:
+        return []
+
+
+def readable(out: Path) -> Path:
+    """``out``, or while a two-rename swap was interrupted (``out`` missing), its complete set-aside copy:
+    what a reader that must not wait for ``recover_staged`` (another rank resuming) should read."""
+    if out.exists():
+        return out
+    aside = _set_aside(out)
+    return max(aside, key=lambda p: p.stat().st_mtime) if aside else out
+
+
+def recover_staged(out: Path) -> list[Path]:
+    """After a crash: put a set-aside ``out`` back if ``out`` is missing, then remove the leftover staging
+    and set-aside folders of ``out`` (``.NAME.*``). Call only where no other process writes ``out`` (a
+    training run owns its run folder). Returns what was removed."""
+    leftovers = sorted(p for p in out.parent.glob(f".{out.name}.*") if p.is_dir()) if out.parent.is_dir() else []
+    if not out.exists() and _set_aside(out):
+        # A complete folder: it was renamed aside only after it had been fully written.
+        newest = readable(out)
+        os.replace(newest, out)
+        leftovers.remove(newest)
+    for p in leftovers:
+        shutil.rmtree(p, ignore_errors=True)
+    return leftovers
+
+
+# Tests set this to kill the process at a named point of the swap (tests/artifacts/test_staged_crash.py).
+crash_hook: Callable[[str], None] | None = None
+
+
+def _crash_point(name: str) -> None:
+    if crash_hook is not None:
+        crash_hook(name)
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+_renameat2: Any = None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically exchange two existing paths; False where the platform or filesystem cannot."""
+    global _renameat2
+    if _renameat2 is None:
+        _renameat2 = False
+        if sys.platform.startswith("linux"):
+            try:
+                fn = ctypes.CDLL(None, use_errno=True).renameat2
+                fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+                fn.restype = ctypes.c_int
+                _renameat2 = fn
+            except (AttributeError, OSError):  # glibc < 2.28, musl: no wrapper
+                pass
+    if not _renameat2:
+        return False
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+        return False  # this filesystem does not exchange: the two-rename path
+    raise OSError(err, os.strerror(err), str(b))
+
+
+def _fsync_tree(folder: Path) -> None:
+    """Flush the staged files and the folder itself, so the swap never publishes data still in flight."""
+    for p in folder.iterdir():
+        if p.is_file():
+            with open(p, "rb") as fh:
+                os.fsync(fh.fileno())
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def write_manifest(folder: Path, fmt: str, names: Sequence[str], **extra: Any) -> None:

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nerservice.artifacts.formats import load_model
-    from nerservice.training.trainer import evaluator
+    from nerservice.metrics import evaluate_predictor
 
     if bool(args.corpus) == bool(args.corpora):
         raise ConfigError("evaluate needs corpus file(s) or --corpora FILE (one of the two)")
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(metrics, indent=2)) if args.json else print_corpus_scores(args.split, metrics)
         return 0
     corpus = read(args.corpus, args)
-    metrics = evaluator(loaded.predictor(), corpus.sentences)
+    metrics = evaluate_predictor(loaded.predictor(), corpus.sentences)
     documents = getattr(corpus, "documents", None)
     if documents:
         from nerservice.documents.annotate import annotate

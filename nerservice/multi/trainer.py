@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from nerservice.artifacts.layout import BEST, CHECKPOINT, LAST, PLOT
+from nerservice.artifacts.layout import CHECKPOINT
 from nerservice.config import NerConfig
 from nerservice.model.batching import bucketed_batches
 from nerservice.multi.config import CorporaConfig
@@ -66,13 +66,11 @@ def train_multi(
     """Train one model on ``corpora`` (from ``read_corpora``); same distributed contract as ``train``."""
     from nerservice import backend
     from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
-    from nerservice.artifacts.model_folder import load_model_folder, save_model
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.multi.tagger import build_multi_tagger
-    from nerservice.training.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
-    from nerservice.training.history import plot_writer
-    from nerservice.training.loop import LoopState, run_epochs
+    from nerservice.training.checkpointer import Checkpointer
+    from nerservice.training.loop import EpochLoop
     from nerservice.training.steps import make_train_step
 
     config = config_with_vectors(config, embeddings)
@@ -105,54 +103,36 @@ def train_multi(
         config_hash=config.fingerprint(), sources=sources or {}, backend=backend.current(),
         extra={"vocab": vocab_stats, "corpora": corpora_config.names})
     dev_sets = {c.name: c.dev for c in corpora}
-    extra = {MULTI: multi_manifest(corpora_config)}
-
-    def save(where: Path, metrics: dict[str, Any], history: list[dict[str, Any]], m: Any = None) -> None:
-        save_model(where, model=m or model, vocabs=vocabs, config=config, history=history, metrics=metrics,
-                   lineage=lineage, fmt=MULTI_FORMAT, extra_files={**extra, PLOT: plot_writer(history)})
-
-    state = LoopState()
-    if resume and has_checkpoint(out / CHECKPOINT):
-        state = load_checkpoint(out / CHECKPOINT, model=model, optimizer=step.optimizer)
+    checkpointer = Checkpointer(out, vocabs=vocabs, config=config, lineage=lineage, enabled=chief, fmt=MULTI_FORMAT,
+                                extra_files={MULTI: multi_manifest(corpora_config)})
+    state = checkpointer.resume(model, step.optimizer) if resume else None
+    if state is not None:
         step.reload_from_model()
         print(f"resuming from {out / CHECKPOINT} after epoch {state.epoch}", flush=True)
-    last_dev: list[dict[str, Any]] = [{}]
-
-    def evaluate() -> dict[str, Any]:
-        last_dev[0] = evaluate_heads(predictor, dev_sets)
-        return last_dev[0]
-
-    def on_epoch(record: dict[str, Any], is_best: bool) -> None:
-        if not chief:
-            return
-        record["dev_f1_per_corpus"] = {c: m["micro"]["f1"] for c, m in last_dev[0]["per_corpus"].items()}
-        save(out / LAST, {"dev": last_dev[0]}, state.history)
-        if is_best:
-            save(out / BEST, {"dev": last_dev[0], "epoch": record["epoch"]}, state.history)
-        for cb in callbacks:
-            cb.on_epoch(record, is_best)
-
-    def on_checkpoint() -> None:
+    loop = EpochLoop(step, vocabs, config, train_all, evaluate=lambda: evaluate_heads(predictor, dev_sets),
+                     state=state, progress=progress and chief, rank=rank, world=world, plan_fn=plan_fn,
+                     on_checkpoint=lambda: checkpointer.save_checkpoint(model, step.optimizer, loop.state))
+    for record, is_best in loop:
+        record["dev_f1_per_corpus"] = {c: m["micro"]["f1"] for c, m in loop.last_dev["per_corpus"].items()}
+        checkpointer.save_epoch(model, loop.state, loop.last_dev, is_best=is_best)
         if chief:
-            save_checkpoint(out / CHECKPOINT, model=model, optimizer=step.optimizer, state=state)
-
-    result = run_epochs(step, vocabs, config, train_all, evaluate=evaluate, on_epoch=on_epoch,
-                        on_checkpoint=on_checkpoint, state=state, progress=progress and chief, rank=rank,
-                        world=world, plan_fn=plan_fn)
-    outcome = TrainOutcome(out_dir=out, best_dir=out / BEST, best_epoch=result.state.best_epoch, dev=last_dev[0],
-                           test=None, history=result.state.history, stopped_reason=result.stopped_reason,
-                           seconds=result.seconds, lineage=lineage, vocab_stats=vocab_stats, model=model)
+            for cb in callbacks:
+                cb.on_epoch(record, is_best)
+    outcome = TrainOutcome(out_dir=out, best_dir=checkpointer.best_dir, best_epoch=loop.state.best_epoch,
+                           dev=loop.last_dev, test=None, history=loop.state.history,
+                           stopped_reason=loop.stopped_reason, seconds=loop.seconds, lineage=lineage,
+                           vocab_stats=vocab_stats, model=model)
     if not chief:
         return outcome
-    best = load_model_folder(out / BEST)
-    best_pred = best.predictor(batch_size=config.training.eval_batch_size)
-    outcome.dev = evaluate_heads(best_pred, dev_sets)
+    best = checkpointer.load_kept()
+    outcome.dev = checkpointer.kept_dev()  # evaluated once, in its epoch, on the weights model-best holds
     tests = {c.name: c.test for c in corpora if c.test}
-    outcome.test = evaluate_heads(best_pred, tests) if tests else None
-    metrics = {"dev": outcome.dev, "epoch": result.state.best_epoch}
+    outcome.test = (evaluate_heads(best.predictor(batch_size=config.training.eval_batch_size), tests)
+                    if tests else None)
+    metrics = {"dev": outcome.dev, "epoch": loop.state.best_epoch}
     if outcome.test is not None:
         metrics["test"] = outcome.test
-    save(out / BEST, metrics, result.state.history, m=best.model)
+    checkpointer.finish(best, loop.state, metrics)
     for cb in callbacks:
         cb.on_end(outcome)
     return outcome

@@ -1,15 +1,15 @@
-"""The epoch loop: bucketed batches, lr decay, dev entity-F1 early stopping, best/last checkpoints.
+"""The epoch loop: bucketed batches, lr decay, dev entity-F1 early stopping; a generator of epoch records.
 
 It is backend-neutral (it calls a ``TrainStep``) and distribution-aware without knowing about Spark:
 every worker builds the *same* global batch plan from the seed and trains on its slice of each global
 batch (``rank``/``world``), so N workers apply exactly the gradients a single process would.
-Evaluation and checkpointing are callbacks, so rank 0 alone can do them.
+Evaluation is a callback; saving is the caller's (``training/checkpointer.py``), so rank 0 alone can do it.
 """
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,100 +70,131 @@ def epoch_plan(lengths: Sequence[int], config: NerConfig, epoch: int, world: int
     return [b for b in batches if len(b) >= world]
 
 
-def run_epochs(
-    step: TrainStep,
-    vocabs: Vocabularies,
-    config: NerConfig,
-    train: Sequence[Sentence],
-    *,
-    evaluate: Callable[[], dict[str, Any]],
-    on_epoch: EpochCallback | None = None,
-    state: LoopState | None = None,
-    rank: int = 0,
-    world: int = 1,
-    progress: bool = True,
-    shape_policy: ShapePolicy | None = None,
-    on_checkpoint: Callable[[], None] | None = None,
-    plan_fn: Callable[[int], list[np.ndarray]] | None = None,
-) -> LoopResult:
-    """Train until ``epochs``, patience or ``max_minutes`` runs out. ``evaluate`` returns dev metrics
-    (``{"micro": {"f1": ...}, ...}``) and must give the same answer on every worker (rank 0 computes it and
-    the distributed runner broadcasts it, or every worker computes it). ``plan_fn(epoch)``: that epoch's
-    global batches instead of ``epoch_plan`` (multi-corpus training batches corpus by corpus)."""
-    t = config.training
-    state = state or LoopState()
-    lengths = [len(s.tokens) for s in train]
-    encoded = EncodedCorpus([s.tokens for s in train], vocabs, max_word_length=config.model.max_word_length,
-                            tags=[s.tags for s in train])
-    # A step over a multi-process JAX job takes the whole global batch on every worker (it keeps its
-    # own rows); otherwise each worker encodes its slice.
-    part, parts = (0, 1) if step.global_batch else (rank, world)
-    policy = shape_policy or _default_policy(config, parts)
-    started = time.perf_counter()
-    reason = "epochs"
-    # Snapshots are not checkpointed: a resumed run averages from its first epoch after the resume.
-    averager = WeightAverager(t.average_epochs)
-    if state.bad_epochs >= t.patience:
-        return LoopResult(state, "patience", 0.0)
-    for epoch in range(state.epoch, t.epochs):
-        lr = learning_rate(config, epoch)
-        step.set_learning_rate(lr)
-        plan = plan_fn(epoch) if plan_fn is not None else epoch_plan(lengths, config, epoch, world)
-        bar = _progress(len(plan), epoch + 1, t.epochs, enabled=progress and rank == 0)
-        tokens = 0
-        losses = []
-        t0 = time.perf_counter()
-        for global_idx in plan:
-            batch = encoded.batch(global_idx[part::parts], policy)
-            batch.update(replica_rows(global_idx, part, parts, encoded.lengths, policy,
-                                      n_rows=batch["lengths"].shape[0]))
-            loss = step(batch, len(global_idx))
-            losses.append(loss)
-            tokens += int(sum(lengths[i] for i in global_idx))
-            if bar is not None:
-                bar.update(1)
-                if len(losses) % 20 == 0:  # reading the loss synchronises with the device: not every step
-                    bar.set_postfix(loss=f"{float(losses[-1]):.3f}",
-                                    tok_s=f"{tokens / max(time.perf_counter() - t0, 1e-9):,.0f}")
-        losses = [float(x) for x in losses]  # waits for the last step: the timing below is honest
-        if bar is not None:
-            bar.close()
-        train_seconds = time.perf_counter() - t0
-        step.sync_to_model()
-        averager.push(step.model)
-        with averager.applied(step.model):  # dev F1 and saved models use the averaged weights (if enabled)
-            dev = evaluate()
-            f1 = float(dev["micro"]["f1"])
-            record = {
-                "epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else math.nan, "lr": lr,
-                "dev_f1": f1, "dev_precision": float(dev["micro"]["precision"]), "dev_recall": float(dev["micro"]["recall"]),
-                "dev_per_type": {k: v["f1"] for k, v in dev.get("per_type", {}).items()},
-                "train_tokens_per_s": tokens / max(train_seconds, 1e-9), "train_seconds": train_seconds,
-                "eval_seconds": time.perf_counter() - t0 - train_seconds,
-            }
-            if averager.enabled:
-                record["averaged_epochs"] = len(averager)
-            improved = f1 > state.best_f1 + t.min_delta
-            state.history.append(record)
-            state.epoch = epoch + 1
-            if improved:
-                state.best_f1, state.best_epoch, state.bad_epochs = f1, epoch + 1, 0
-            else:
-                state.bad_epochs += 1
-            if on_epoch is not None:
-                on_epoch(record, improved)
-            if rank == 0 and progress:
-                print(f"epoch {epoch + 1}: loss {record['loss']:.4f}  dev entity F1 {f1:.4f}"
-                      f"{' (best)' if improved else ''}  {record['train_tokens_per_s']:,.0f} tok/s", flush=True)
-        if on_checkpoint is not None:  # raw weights: resuming continues the training trajectory itself
-            on_checkpoint()
+class EpochLoop:
+    """The epochs of one training run, spaCy's shape: iterate to train; each step yields
+    ``(record, is_best)`` once the epoch is trained and evaluated on dev, while the weights to save
+    (averaged, if enabled) are in the model, so the caller saves model-last / model-best then.  When the
+    caller asks for the next epoch, the raw weights are restored and ``on_checkpoint()`` runs (a
+    checkpoint must hold the raw trajectory, not the averaged weights).  After the loop,
+    ``stopped_reason`` and ``seconds`` say how it ended; ``state`` is updated in place throughout.
+
+    ``evaluate`` returns dev metrics (``{"micro": {"f1": ...}, ...}``) and must give the same answer on
+    every worker (every worker computes it, or rank 0 computes it and the runner broadcasts it).
+    ``plan_fn(epoch)``: that epoch's global batches instead of ``epoch_plan`` (multi-corpus training batches
+    corpus by corpus).  A loop runs once; a second phase (e.g. a final run on train+dev) is a second
+    ``EpochLoop``."""
+
+    def __init__(self, step: TrainStep, vocabs: Vocabularies, config: NerConfig, train: Sequence[Sentence], *,
+                 evaluate: Callable[[], dict[str, Any]], state: LoopState | None = None, rank: int = 0,
+                 world: int = 1, progress: bool = True, shape_policy: ShapePolicy | None = None,
+                 on_checkpoint: Callable[[], None] | None = None,
+                 plan_fn: Callable[[int], list[np.ndarray]] | None = None) -> None:
+        self.step, self.vocabs, self.config, self.train = step, vocabs, config, train
+        self.plan_fn = plan_fn
+        self.evaluate, self.on_checkpoint = evaluate, on_checkpoint
+        self.state = state or LoopState()
+        self.rank, self.world, self.progress = rank, world, progress
+        self.shape_policy = shape_policy
+        self.stopped_reason = "epochs"
+        self.seconds = 0.0
+        self.last_dev: dict[str, Any] = {}  # the dev metrics of the latest epoch
+
+    def __iter__(self) -> Iterator[tuple[dict[str, Any], bool]]:
+        t = self.config.training
+        state, step, rank, world = self.state, self.step, self.rank, self.world
+        lengths = [len(s.tokens) for s in self.train]
+        encoded = EncodedCorpus([s.tokens for s in self.train], self.vocabs,
+                                max_word_length=self.config.model.max_word_length, tags=[s.tags for s in self.train])
+        # A step over a multi-process JAX job takes the whole global batch on every worker (it keeps its
+        # own rows); otherwise each worker encodes its slice.
+        part, parts = (0, 1) if step.global_batch else (rank, world)
+        policy = self.shape_policy or _default_policy(self.config, parts)
+        started = time.perf_counter()
+        # Snapshots are not checkpointed: a resumed run averages from its first epoch after the resume.
+        averager = WeightAverager(t.average_epochs)
         if state.bad_epochs >= t.patience:
-            reason = "patience"
-            break
-        if t.max_minutes is not None and (time.perf_counter() - started) / 60 >= t.max_minutes:
-            reason = "time budget"
-            break
-    return LoopResult(state, reason, time.perf_counter() - started)
+            self.stopped_reason = "patience"
+            return
+        for epoch in range(state.epoch, t.epochs):
+            lr = learning_rate(self.config, epoch)
+            step.set_learning_rate(lr)
+            plan = self.plan_fn(epoch) if self.plan_fn is not None else epoch_plan(lengths, self.config, epoch, world)
+            bar = _progress(len(plan), epoch + 1, t.epochs, enabled=self.progress and rank == 0)
+            tokens = 0
+            losses = []
+            t0 = time.perf_counter()
+            for global_idx in plan:
+                batch = encoded.batch(global_idx[part::parts], policy)
+                batch.update(replica_rows(global_idx, part, parts, encoded.lengths, policy,
+                                          n_rows=batch["lengths"].shape[0]))
+                loss = step(batch, len(global_idx))
+                losses.append(loss)
+                tokens += int(sum(lengths[i] for i in global_idx))
+                if bar is not None:
+                    bar.update(1)
+                    if len(losses) % 20 == 0:  # reading the loss synchronises with the device: not every step
+                        bar.set_postfix(loss=f"{float(losses[-1]):.3f}",
+                                        tok_s=f"{tokens / max(time.perf_counter() - t0, 1e-9):,.0f}")
+            loss_values = [float(x) for x in losses]  # waits for the last step: the timing below is honest
+            if bar is not None:
+                bar.close()
+            train_seconds = time.perf_counter() - t0
+            step.sync_to_model()
+            averager.push(step.model)
+            with averager.applied(step.model):  # dev F1 and saved models use the averaged weights (if enabled)
+                dev = self.last_dev = self.evaluate()
+                record = _record(epoch, lr, loss_values, dev, tokens=tokens, train_seconds=train_seconds,
+                                 eval_seconds=time.perf_counter() - t0 - train_seconds)
+                if averager.enabled:
+                    record["averaged_epochs"] = len(averager)
+                improved = record["dev_f1"] > state.best_f1 + t.min_delta
+                state.history.append(record)
+                state.epoch = epoch + 1
+                if improved:
+                    state.best_f1, state.best_epoch, state.bad_epochs = record["dev_f1"], epoch + 1, 0
+                else:
+                    state.bad_epochs += 1
+                if rank == 0 and self.progress:
+                    print(f"epoch {epoch + 1}: loss {record['loss']:.4f}  dev entity F1 {record['dev_f1']:.4f}"
+                          f"{' (best)' if improved else ''}  {record['train_tokens_per_s']:,.0f} tok/s", flush=True)
+                yield record, improved
+            if self.on_checkpoint is not None:  # raw weights: resuming continues the training trajectory itself
+                self.on_checkpoint()
+            self.seconds = time.perf_counter() - started
+            if state.bad_epochs >= t.patience:
+                self.stopped_reason = "patience"
+                break
+            if t.max_minutes is not None and self.seconds / 60 >= t.max_minutes:
+                self.stopped_reason = "time budget"
+                break
+        self.seconds = time.perf_counter() - started
+
+
+def _record(epoch: int, lr: float, losses: list[float], dev: dict[str, Any], *, tokens: int, train_seconds: float,
+            eval_seconds: float) -> dict[str, Any]:
+    return {
+        "epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else math.nan, "lr": lr,
+        "dev_f1": float(dev["micro"]["f1"]), "dev_precision": float(dev["micro"]["precision"]),
+        "dev_recall": float(dev["micro"]["recall"]),
+        "dev_per_type": {k: v["f1"] for k, v in dev.get("per_type", {}).items()},
+        "train_tokens_per_s": tokens / max(train_seconds, 1e-9), "train_seconds": train_seconds,
+        "eval_seconds": eval_seconds,
+    }
+
+
+def run_epochs(step: TrainStep, vocabs: Vocabularies, config: NerConfig, train: Sequence[Sentence], *,
+               evaluate: Callable[[], dict[str, Any]], on_epoch: EpochCallback | None = None,
+               state: LoopState | None = None, rank: int = 0, world: int = 1, progress: bool = True,
+               shape_policy: ShapePolicy | None = None,
+               on_checkpoint: Callable[[], None] | None = None,
+               plan_fn: Callable[[int], list[np.ndarray]] | None = None) -> LoopResult:
+    """Drive an ``EpochLoop`` to the end, calling ``on_epoch(record, is_best)`` for each epoch."""
+    loop = EpochLoop(step, vocabs, config, train, evaluate=evaluate, state=state, rank=rank, world=world,
+                     progress=progress, shape_policy=shape_policy, on_checkpoint=on_checkpoint, plan_fn=plan_fn)
+    for record, is_best in loop:
+        if on_epoch is not None:
+            on_epoch(record, is_best)
+    return LoopResult(loop.state, loop.stopped_reason, loop.seconds)
 
 
 def replica_rows(global_idx: np.ndarray, rank: int, world: int, lengths: np.ndarray, policy: ShapePolicy,

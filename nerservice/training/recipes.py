@@ -145,7 +145,7 @@ def save_evaluated_ensemble(out: str | Path, members: Sequence[str | Path], corp
     Everything is evaluated before anything is written: a failure leaves no half-made ensemble behind."""
     from nerservice.artifacts.ensemble_folder import LoadedEnsemble, save_ensemble
     from nerservice.artifacts.formats import load_model
-    from nerservice.training.trainer import evaluator
+    from nerservice.metrics import evaluate_predictor as evaluator
 
     loaded = [load_model(m) for m in members]  # verified here once; save_ensemble reuses them
     metrics: dict[str, Any] = {}

@@ -1,13 +1,16 @@
 """Resuming a training run from its ``checkpoint`` folder (every entry point resumes the same way).
 
-``train()`` resumes itself when ``OUT/checkpoint`` holds a complete checkpoint; the distributed runner
-asks ``checkpoint_epoch`` first so that every worker agrees on the epoch it resumes from.
+``train()`` resumes itself when ``OUT/checkpoint`` holds a complete checkpoint (``Checkpointer.resume``);
+the distributed runner asks ``run_checkpoint_epoch`` first so that every worker agrees on the epoch it
+resumes from.  Both read a checkpoint whose swap a kill interrupted from its set-aside copy
+(``artifacts.files.readable``), so no rank depends on the chief having repaired the folder first.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from nerservice.artifacts.files import readable
 from nerservice.artifacts.layout import CHECKPOINT, STATE
 
 
@@ -21,4 +24,4 @@ def checkpoint_epoch(checkpoint_dir: Path) -> int:
 
 def run_checkpoint_epoch(out_dir: Path) -> int:
     """``checkpoint_epoch`` of a run folder's ``checkpoint``."""
-    return checkpoint_epoch(Path(out_dir) / CHECKPOINT)
+    return checkpoint_epoch(readable(Path(out_dir) / CHECKPOINT))

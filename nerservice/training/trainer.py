@@ -12,10 +12,10 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from nerservice.artifacts.layout import BEST, CHECKPOINT, LAST, PLOT
+from nerservice.artifacts.layout import CHECKPOINT
 from nerservice.config import NerConfig
 from nerservice.data import Sentence
-from nerservice.metrics import evaluate_tags
+from nerservice.metrics import evaluate_predictor
 from nerservice.text.vocab import Vocabularies, Vocabulary, TagVocabulary, normalize_word
 
 
@@ -86,11 +86,6 @@ def vocabularies_with_vectors(train: Sequence[Sentence], others: Sequence[Senten
     return vocabs, matrix, stats
 
 
-def evaluator(predictor: Any, corpus: Sequence[Sentence]) -> dict[str, Any]:
-    pred = predictor.predict_tags([s.tokens for s in corpus])
-    return evaluate_tags([list(s.tags) for s in corpus], pred)
-
-
 def config_with_vectors(config: NerConfig, embeddings: str | Sequence[str] | None) -> NerConfig:
     """The config as saved: it tells which vectors the model was trained with."""
     from nerservice.embeddings import vector_sources
@@ -126,20 +121,20 @@ def train(
     every global batch; only rank 0 writes models and checkpoints (``out_dir`` must be shared storage) and
     calls callbacks. Every worker evaluates dev itself (weights are identical) so early stopping agrees; with
     ``dev_gather`` (an all-gather of strings across the workers, ``training.sharded_eval``) each decodes only
-    its share of dev and all score the reassembled set."""
+    its share of dev and all score the reassembled set.
+
+    spaCy's shape: the ``EpochLoop`` yields ``(record, is_best)``, the ``Checkpointer`` writes, and test is
+    evaluated once, here, on the saved model-best."""
     from nerservice import backend
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.model.tagger import build_tagger
-    from nerservice.artifacts.model_folder import load_model_folder, save_model
-    from nerservice.training.history import plot_writer
-    from nerservice.training.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
-    from nerservice.training.loop import run_epochs
+    from nerservice.training.checkpointer import Checkpointer
+    from nerservice.training.loop import EpochLoop
     from nerservice.training.steps import make_train_step
 
     config = config_with_vectors(config, embeddings)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     others = list(dev_data) + list(test_data or [])
     vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_data, others, embeddings, progress=progress)
     chief = rank == 0
@@ -156,69 +151,46 @@ def train(
     lineage = build_lineage(corpora=corpora, config_hash=config.fingerprint(), sources=sources or {},
                             backend=backend.current(),
                             extra={"vocab": vocab_stats, **({"recipe": recipe} if recipe else {})})
+    out.mkdir(parents=True, exist_ok=True)
+    checkpointer = Checkpointer(out, vocabs=vocabs, config=config, lineage=lineage, enabled=chief, keep=keep)
 
-    state = None
-    if resume and has_checkpoint(out / CHECKPOINT):
-        state = load_checkpoint(out / CHECKPOINT, model=model, optimizer=step.optimizer)
+    state = checkpointer.resume(model, step.optimizer) if resume else None
+    if state is not None:
         step.reload_from_model()  # the JAX step keeps its own copies of the state
         print(f"resuming from {out / CHECKPOINT} after epoch {state.epoch}", flush=True)
-
-    def on_epoch(record: dict[str, Any], is_best: bool) -> None:
-        if not chief:
-            return
-        save_model(out / LAST, model=model, vocabs=vocabs, config=config, history=loop_state().history,
-                   extra_files={PLOT: plot_writer(loop_state().history)}, metrics={"dev": last_dev[0]}, lineage=lineage)
-        if is_best and keep == "best":
-            save_model(out / BEST, model=model, vocabs=vocabs, config=config, history=loop_state().history,
-                       extra_files={PLOT: plot_writer(loop_state().history)}, metrics={"dev": last_dev[0], "epoch": record["epoch"]}, lineage=lineage)
-        for cb in callbacks:
-            cb.on_epoch(record, is_best)
-
-    def on_checkpoint() -> None:
-        if chief:
-            save_checkpoint(out / CHECKPOINT, model=model, optimizer=step.optimizer, state=loop_state())
-
-    last_dev: list[dict[str, Any]] = [{}]
-    holder: dict[str, Any] = {}
-
-    def loop_state() -> Any:
-        return holder["state"]
-
     def evaluate() -> dict[str, Any]:
         if dev_gather is not None and world > 1:
             from nerservice.training.sharded_eval import sharded_evaluator
 
-            last_dev[0] = sharded_evaluator(predictor, dev_data, rank=rank, world=world, gather=dev_gather)
-        else:
-            last_dev[0] = evaluator(predictor, dev_data)
-        return last_dev[0]
+            return sharded_evaluator(predictor, dev_data, rank=rank, world=world, gather=dev_gather)
+        return evaluate_predictor(predictor, dev_data)
 
-    from nerservice.training.loop import LoopState
-
-    holder["state"] = state or LoopState()
-    result = run_epochs(step, vocabs, config, train_data, evaluate=evaluate, on_epoch=on_epoch,
-                        on_checkpoint=on_checkpoint, state=holder["state"], progress=progress and chief,
-                        rank=rank, world=world)
+    loop = EpochLoop(step, vocabs, config, train_data, evaluate=evaluate,
+                     state=state, progress=progress and chief, rank=rank, world=world,
+                     on_checkpoint=lambda: checkpointer.save_checkpoint(model, step.optimizer, loop.state))
+    for record, is_best in loop:
+        checkpointer.save_epoch(model, loop.state, loop.last_dev, is_best=is_best)
+        if chief:
+            for cb in callbacks:
+                cb.on_epoch(record, is_best)
+    history = loop.state.history
+    best_epoch = loop.state.epoch if keep == "last" else loop.state.best_epoch  # the epoch of the kept model
     if not chief:
-        return TrainOutcome(out_dir=out, best_dir=out / BEST, best_epoch=result.state.best_epoch,
-                            dev=last_dev[0], test=None, history=result.state.history,
-                            stopped_reason=result.stopped_reason, seconds=result.seconds, lineage=lineage,
-                            vocab_stats=vocab_stats, model=model)
+        return TrainOutcome(out_dir=out, best_dir=checkpointer.best_dir, best_epoch=best_epoch, dev=loop.last_dev,
+                            test=None, history=history, stopped_reason=loop.stopped_reason, seconds=loop.seconds,
+                            lineage=lineage, vocab_stats=vocab_stats, model=model)
 
-    kept = out / (LAST if keep == "last" else BEST)
-    best = load_model_folder(kept)
-    best_pred = best.predictor(batch_size=config.training.eval_batch_size)
-    dev_metrics = evaluator(best_pred, dev_data)
-    test_metrics = evaluator(best_pred, test_data) if test_data else None
-    kept_epoch = result.state.epoch if keep == "last" else result.state.best_epoch
-    metrics = {"dev": dev_metrics, "epoch": kept_epoch}
+    best = checkpointer.load_kept()
+    dev_metrics = checkpointer.kept_dev()  # evaluated once, in its epoch, on the weights the kept model holds
+    test_metrics = (evaluate_predictor(best.predictor(batch_size=config.training.eval_batch_size), test_data)
+                    if test_data else None)
+    metrics: dict[str, Any] = {"dev": dev_metrics, "epoch": best_epoch}
     if test_metrics is not None:
         metrics["test"] = test_metrics
-    save_model(kept, model=best.model, vocabs=vocabs, config=config, history=result.state.history,
-               extra_files={PLOT: plot_writer(result.state.history)}, metrics=metrics, lineage=lineage)
-    outcome = TrainOutcome(out_dir=out, best_dir=kept, best_epoch=kept_epoch, dev=dev_metrics,
-                           test=test_metrics, history=result.state.history, stopped_reason=result.stopped_reason,
-                           seconds=result.seconds, lineage=lineage, vocab_stats=vocab_stats, model=model)
+    checkpointer.finish(best, loop.state, metrics)
+    outcome = TrainOutcome(out_dir=out, best_dir=checkpointer.best_dir, best_epoch=best_epoch, dev=dev_metrics,
+                           test=test_metrics, history=history, stopped_reason=loop.stopped_reason,
+                           seconds=loop.seconds, lineage=lineage, vocab_stats=vocab_stats, model=model)
     for cb in callbacks:
         cb.on_end(outcome)
     return outcome

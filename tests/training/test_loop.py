@@ -64,7 +64,7 @@ def test_learning_rate_schedule() -> None:
 def test_loop_trains_and_records_every_epoch(data) -> None:
     from nerservice.model.predictor import Predictor
     from nerservice.training.loop import run_epochs
-    from nerservice.training.trainer import evaluator
+    from nerservice.metrics import evaluate_predictor as evaluator
 
     train, dev, vocabs = data
     cfg = _config(epochs=4)
