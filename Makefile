@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 
-.PHONY: setup system-deps quickstart test test-fast stop lint-docker bench-core
+.PHONY: setup system-deps quickstart test test-fast lint stop lint-docker bench-core
 
 setup: $(VENV)/.installed
 
@@ -23,11 +23,17 @@ quickstart: setup
 stop:
 	scripts/quickstart.sh stop
 
-test: setup system-deps
+# ruff and mypy (configured in pyproject.toml; mypy is strict on the core packages), then every test tier.
+test: setup system-deps lint
 	$(PY) -m pytest -q
+
+lint: setup
+	$(PY) -m ruff check .
+	$(PY) -m mypy
 
 lint-docker: setup
 	$(PY) -m pytest -q tests/docker -m "not slow"
 
-test-fast: setup
-	$(PY) -m pytest -q -m "not slow and not spark and not server and not browser"
+# The fast tier: no training, no servers, no cluster (models are tiny random-weight fixtures).
+test-fast: setup lint
+	$(PY) -m pytest -q -m "not slow and not spark and not server and not browser and not jax"

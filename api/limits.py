@@ -25,8 +25,9 @@ class ParsedExtract:
 
 
 def _too_large(size: str, limit: int) -> PayloadTooLargeError:
-    return PayloadTooLargeError(f"request body is {size}; the limit is {limit} bytes", limit="NERSERVICE_API_MAX_BODY_BYTES",
-                                max=limit, hint="split the texts over several requests")
+    return PayloadTooLargeError(f"request body is {size}; the limit is {limit} bytes",
+                                limit="NERSERVICE_API_MAX_BODY_BYTES", max=limit,
+                                hint="split the texts over several requests")
 
 
 def require_json(request: Request) -> None:

@@ -86,7 +86,9 @@ def create_app(settings: ApiSettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         def on_swap(old: ServedModel | None, new: ServedModel) -> None:
-            key = lambda m: (m.name, m.version, m.source.kind)
+            def key(m: ServedModel) -> tuple[str, str, str]:
+                return (m.name, m.version, m.source.kind)
+
             metrics.set_model(old=key(old) if old else None, new=key(new), loaded_at=new.loaded_at)
 
         _ensure_logging()

@@ -69,7 +69,8 @@ def check_admin(settings: ApiSettings, credentials: HTTPAuthorizationCredentials
     expected = settings.admin_token.get_secret_value().encode("utf-8", "surrogateescape")
     # Constant-time: the comparison must not reveal how many leading characters were right.
     if not given or not hmac.compare_digest(given, expected):
-        raise UnauthorizedError("missing or wrong admin token", hint="send the token as 'Authorization: Bearer <token>'")
+        raise UnauthorizedError("missing or wrong admin token",
+                                hint="send the token as 'Authorization: Bearer <token>'")
 
 
 async def require_admin(svc: ServiceDep, credentials: Credentials) -> None:
@@ -152,7 +153,8 @@ async def extract(request: Request, svc: ServiceDep) -> Any:
             "timing": _timing(result, t0)}
 
 
-@router.post("/v1/documents", response_model=DocumentsResponse, responses=error_responses(400, 404, 408, 413, 415, 429, 503),
+@router.post("/v1/documents", response_model=DocumentsResponse,
+             responses=error_responses(400, 404, 408, 413, 415, 429, 503),
              summary="Extract entities from whole documents; entities at document offsets")
 async def documents(request: Request, svc: ServiceDep) -> Any:
     """Every passage is one text of /v1/extract's pipeline: same limits, costing, batching, errors."""
@@ -206,12 +208,14 @@ async def reload(svc: ServiceDep, _: AdminDep) -> Any:
     return outcome
 
 
-@router.get("/healthz", response_model=Status, response_model_exclude_none=True, summary="Liveness: the process answers")
+@router.get("/healthz", response_model=Status, response_model_exclude_none=True,
+            summary="Liveness: the process answers")
 async def healthz() -> Any:
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=Status, response_model_exclude_none=True, responses=error_responses(503), summary="Readiness: a model is loaded")
+@router.get("/readyz", response_model=Status, response_model_exclude_none=True, responses=error_responses(503),
+            summary="Readiness: a model is loaded")
 async def readyz(svc: ServiceDep) -> Any:
     return {"status": "ready", "model": svc.slot.require().identity()}
 

@@ -15,7 +15,8 @@ class ExtractRequest(BaseModel):
 
     texts: list[StrictStr] | None = Field(None, description="Texts to tag; each may hold many sentences.")
     text: StrictStr | None = Field(None, description="A single text (same as texts=[text]).")
-    model: StrictStr | None = Field(None, max_length=MAX_MODEL_CHARS, description="Optional: the model you expect (e.g. 'demo@production' "
+    model: StrictStr | None = Field(None, max_length=MAX_MODEL_CHARS,
+                                    description="Optional: the model you expect (e.g. 'demo@production' "
                                     "or 'demo/3'); a request naming another model is refused with NER501.")
 
 

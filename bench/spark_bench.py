@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "spark"))
 
 from cluster import SparkCluster  # noqa: E402  (the tests' standalone-cluster launcher)
+
 from nerservice.artifacts.layout import BEST, HISTORY, LAST, WEIGHTS  # noqa: E402
 
 

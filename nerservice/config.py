@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nerservice.errors import ConfigError
 
-CONFIG_VERSION = "nerservice.config.v1"
+CONFIG_VERSION: Final = "nerservice.config.v1"
 
 
 class _Strict(BaseModel):

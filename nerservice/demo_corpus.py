@@ -66,7 +66,8 @@ def generate(n: int, *, seed: int) -> list[Sentence]:
     return out
 
 
-def write_demo_corpus(folder: str | Path, *, sizes: tuple[int, int, int] = (600, 120, 120), seed: int = 7) -> dict[str, Path]:
+def write_demo_corpus(folder: str | Path, *, sizes: tuple[int, int, int] = (600, 120, 120),
+                      seed: int = 7) -> dict[str, Path]:
     """Write train/dev/test TSV files (token<TAB>tag) and return their paths."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

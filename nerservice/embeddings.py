@@ -27,7 +27,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, cast
 
 import numpy as np
 
@@ -111,7 +111,8 @@ def save_word2vec_text(vectors: WordVectors, path: str | Path) -> None:
     row_fmt = " ".join(["%.9g"] * vectors.dim)
     try:
         with os.fdopen(fd, "wb") as raw:
-            out: BinaryIO = gzip.GzipFile(fileobj=raw, mode="wb") if path.name.endswith(".gz") else raw
+            out: BinaryIO = (cast(BinaryIO, gzip.GzipFile(fileobj=raw, mode="wb")) if path.name.endswith(".gz")
+                             else cast(BinaryIO, raw))
             with io.TextIOWrapper(out, encoding="utf-8", newline="\n") as f:
                 f.write(f"{len(vectors.words)} {vectors.dim}\n")
                 for word, row in zip(vectors.words, vectors.matrix.tolist()):

@@ -171,11 +171,11 @@ class DistributedError(NerServiceError):
 
 ERRORS: dict[str, type[NerServiceError]] = {
     cls.code: cls
-    for cls in [
+    for cls in list[type[NerServiceError]]([
         NerServiceError, ConfigError, CorporaConfigError, MissingSplitError, DuplicateCorpusError,
         EmptyLabelSetError, LabelMapError, CorpusError, CorpusFormatError, CorpusEncodingError, EmptyCorpusError,
         DocumentFormatError, AnnotationError,
         EmbeddingsError, ModelError, ModelLoadError, StoreError, ModelNotFoundError, IntegrityError,
         InvalidModelRefError, PromotionRefusedError, RequestError, DistributedError,
-    ]
+    ])
 }

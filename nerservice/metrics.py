@@ -1,12 +1,12 @@
 """Evaluation as plain functions returning dicts (spaCy's scorer habit).
 
-Entity level: seqeval in strict IOB2 mode — an entity counts only if its type and both boundaries match.
-This is what papers report.  Tag level (``tag_level``): per-token precision/recall/F1 for every IOB tag (B-X and I-X are separate
-labels), ``O`` excluded, micro- and macro-averaged over those tags -- exactly what Spark NLP's NerDL logs
-during training ("Micro-average prec/rec/f1"), so users can compare with its numbers.  Token level
+Entity level: seqeval in strict IOB2 mode — an entity counts only if its type and both boundaries match. This
+is what papers report. Tag level (``tag_level``): per-token precision/recall/F1 for every IOB tag (B-X and I-X
+are separate labels), ``O`` excluded, micro- and macro-averaged over those tags -- exactly what Spark NLP's
+NerDL logs during training ("Micro-average prec/rec/f1"), so users can compare with its numbers. Token level
 (``token_level``): the same with the B-/I- prefixes stripped (a B-X predicted as I-X counts as right), plus
-tag accuracy.  Both are reported beside the entity figures and labelled so nobody compares them with entity
-F1 by accident: they are typically several points higher.
+tag accuracy. Both are reported beside the entity figures and labelled so nobody compares them with entity F1
+by accident: they are typically several points higher.
 """
 from __future__ import annotations
 

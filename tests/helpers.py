@@ -176,9 +176,9 @@ def encode_batch(sentences: Any, vocabs: Any, *, max_word_length: int, tags: Any
 
 def save_random_model(out: Path, overrides: dict[str, object], *, seed: int = 0) -> Path:
     """A tiny tagger on the demo corpus' vocabularies with random weights large enough that its tags vary."""
+    from nerservice.artifacts.model_folder import save_model
     from nerservice.demo_corpus import generate
     from nerservice.model.tagger import build_tagger
-    from nerservice.artifacts.model_folder import save_model
     from nerservice.training.trainer import build_vocabularies
 
     config = tiny_config().with_overrides({**TINY_OVERRIDES, **overrides})

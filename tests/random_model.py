@@ -15,7 +15,6 @@ def build_random_model(out: Path, *, seed: int = 7, full_size: bool = False, **m
     a real model folder whose answers are arbitrary but deterministic. ``full_size``: the default
     architecture (what a served model costs per token) instead of a tiny one."""
     from helpers import tiny_model_config
-
     from nerservice.artifacts.model_folder import save_model
     from nerservice.config import ModelConfig, NerConfig
     from nerservice.data import Sentence

@@ -189,3 +189,17 @@ def test_the_direction_checks_would_catch_a_circle_and_an_upward_arrow() -> None
     assert floor_of("nerservice.model.predictor") < floor_of("nerservice.training.batching")
     assert floor_of("nerservice.artifacts.files") < floor_of("nerservice.store.cache") < floor_of(
         "nerservice.artifacts.resolve")
+
+
+def test_other_shells_do_not_lean_on_the_cli() -> None:
+    """The API, the Spark jobs and the benches call the library (e.g. ``artifacts.resolve``), not the CLI."""
+    root = PACKAGE.parent
+    bad = []
+    for folder in ("api", "spark_jobs", "bench"):
+        for path in sorted((root / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                bad.extend(f"{path.relative_to(root)}:{node.lineno}: {n}" for n in names
+                           if n == "nerservice.cli" or n.startswith("nerservice.cli."))
+    assert not bad, "shells importing the CLI:\n" + "\n".join(bad)

@@ -98,9 +98,9 @@ def _real(em: np.ndarray) -> list[np.ndarray]:
 def test_jax_backend_end_to_end_and_weights_move_between_backends(tmp_path: Path, tiny_model_dir: Path,
                                                                    demo_corpus) -> None:
     from helpers import last_json_line
+    from nerservice.artifacts.formats import load_model
     from nerservice.inference import Extractor
     from nerservice.model.forward import compile_forward
-    from nerservice.artifacts.formats import load_model
 
     tf_loaded = load_model(tiny_model_dir)
     np.savez(tmp_path / "batch_tf.npz", **_batch(tf_loaded))

@@ -32,7 +32,8 @@ def model_copy(tiny_model_dir: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_fixed_file_names_and_a_valid_manifest(tiny_model_dir: Path) -> None:
-    from nerservice.artifacts import formats, layout as sm
+    from nerservice.artifacts import formats
+    from nerservice.artifacts import layout as sm
 
     names = {p.name for p in tiny_model_dir.iterdir()}
     assert names == {sm.CONFIG, sm.VOCAB, sm.WEIGHTS, sm.METRICS, sm.HISTORY, sm.PLOT, sm.LINEAGE, sm.MANIFEST}
@@ -74,11 +75,11 @@ def test_the_package_never_unpickles() -> None:
 @pytest.mark.slow
 def test_loading_in_a_fresh_process_gives_identical_predictions(tiny_model_dir: Path, tmp_path: Path) -> None:
     """In-memory model → save → a new interpreter loads it: same emissions (bit for bit) and entities."""
-    from nerservice.inference import Extractor
-    from nerservice.model.forward import compile_forward
+    from helpers import encode_batch
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.model_folder import save_model
-    from helpers import encode_batch
+    from nerservice.inference import Extractor
+    from nerservice.model.forward import compile_forward
 
     mem = load_model(tiny_model_dir)
     out = save_model(tmp_path / "resaved", model=mem.model, vocabs=mem.vocabs, config=mem.config,
@@ -111,8 +112,8 @@ print(json.dumps({{"entities": ents, "tags": tags}}))
 
 @pytest.mark.slow
 def test_tampered_files_raise_integrity_error(model_copy: Path) -> None:
-    from nerservice.errors import IntegrityError
     from nerservice.artifacts.formats import load_model
+    from nerservice.errors import IntegrityError
 
     weights = model_copy / "model.weights.h5"
     data = bytearray(weights.read_bytes())
@@ -125,8 +126,8 @@ def test_tampered_files_raise_integrity_error(model_copy: Path) -> None:
 
 @pytest.mark.slow
 def test_edited_vocabulary_is_detected(model_copy: Path) -> None:
-    from nerservice.errors import IntegrityError
     from nerservice.artifacts.formats import load_model
+    from nerservice.errors import IntegrityError
 
     vocab = json.loads((model_copy / "vocab.json").read_text(encoding="utf-8"))
     vocab["tags"]["tags"] = list(reversed(vocab["tags"]["tags"]))
@@ -137,10 +138,10 @@ def test_edited_vocabulary_is_detected(model_copy: Path) -> None:
 
 @pytest.mark.slow
 def test_vocabulary_that_does_not_fit_the_weights_is_refused_even_with_a_matching_checksum(model_copy: Path) -> None:
-    from nerservice.errors import ModelLoadError
     from nerservice.artifacts.files import sha256_file
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.layout import MANIFEST
+    from nerservice.errors import ModelLoadError
 
     vocab = json.loads((model_copy / "vocab.json").read_text(encoding="utf-8"))
     vocab["words"]["items"].append("brand-new-word")
@@ -155,8 +156,8 @@ def test_vocabulary_that_does_not_fit_the_weights_is_refused_even_with_a_matchin
 
 @pytest.mark.slow
 def test_missing_files_and_folders_raise_model_load_error(model_copy: Path, tmp_path: Path) -> None:
-    from nerservice.errors import IntegrityError, ModelLoadError
     from nerservice.artifacts.formats import load_model
+    from nerservice.errors import IntegrityError, ModelLoadError
 
     with pytest.raises(ModelLoadError, match="not a model directory") as err:
         load_model(tmp_path / "nowhere")
@@ -171,8 +172,8 @@ def test_missing_files_and_folders_raise_model_load_error(model_copy: Path, tmp_
 
 @pytest.mark.slow
 def test_unreadable_manifest_is_an_integrity_error(model_copy: Path) -> None:
-    from nerservice.errors import IntegrityError
     from nerservice.artifacts.formats import load_model
+    from nerservice.errors import IntegrityError
 
     (model_copy / "manifest.json").write_text("{oops", encoding="utf-8")
     with pytest.raises(IntegrityError, match="manifest"):
@@ -196,9 +197,9 @@ def test_saving_over_an_existing_model_replaces_it_atomically(tiny_model_dir: Pa
 @pytest.mark.parametrize("edit", ["drop_config_entry", "escape_folder", "no_files_table"])
 def test_a_doctored_manifest_is_refused(model_copy: Path, edit: str) -> None:
     """Without these checks, deleting config.json's entry would let config.json change unchecked."""
-    from nerservice.errors import IntegrityError
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.layout import MANIFEST
+    from nerservice.errors import IntegrityError
 
     manifest = json.loads((model_copy / MANIFEST).read_text())
     if edit == "drop_config_entry":

@@ -28,11 +28,11 @@ def main() -> None:
     ap.add_argument("--json-out")
     args = ap.parse_args()
 
+    from nerservice.artifacts.formats import load_model
     from nerservice.data import read_corpus
     from nerservice.metrics import evaluate_tags
     from nerservice.model.ensemble import mean_crf
     from nerservice.model.predictor import decode_emissions
-    from nerservice.artifacts.formats import load_model
 
     splits = {name: read_corpus(os.path.join(args.corpus, f"{name}.tsv")).sentences for name in ("devel", "test")}
     names, preds = [], []

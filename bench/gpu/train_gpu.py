@@ -43,7 +43,7 @@ def measure_ceiling(config, tr, dv, te, n_train_tokens, args):  # noqa: ANN001, 
     plan = epoch_plan([len(s.tokens) for s in tr], config, 0)
     batches = [jax.device_put(enc.batch(idx, policy)) for idx in plan]
     shapes = {tuple(b["token_ids"].shape) + tuple(b["word_chars"].shape) for b in batches}
-    # Does the compiled step run the recurrent layers through cuDNN (FACTS.md: a mask would prevent it)?
+    # Does the compiled step run the recurrent layers through cuDNN (a mask would prevent it: docs/ARCHITECTURE.md, platform facts)?
     b0 = batches[0]
     hlo = step._step.lower(step._tv, step._ntv, step._ov, {k: b0[k] for k in b0}, np.float32(1)).compile().as_text()
     cudnn = "cudnn" in hlo.lower()
@@ -87,15 +87,10 @@ def main() -> None:
 
     import jax
     import keras
-    import numpy as np
 
     from nerservice.config import NerConfig
     from nerservice.data import read_corpus
-    from nerservice.model.tagger import build_tagger
-    from nerservice.text.features import EncodedCorpus, ShapePolicy
-    from nerservice.training.loop import epoch_plan
-    from nerservice.training.steps import make_train_step
-    from nerservice.training.trainer import train, vocabularies_with_vectors
+    from nerservice.training.trainer import train
 
     print("backend", keras.backend.backend(), "devices", jax.devices(), flush=True)
     if args.data_parallel:

@@ -81,22 +81,32 @@ class LoadedEnsemble:
         return EnsemblePredictor([m.predictor(**kwargs) for m in self.members])
 
 
+def load_member(folder: str | Path, *, verify: bool = True) -> LoadedModel | LoadedOnnx:
+    """One member folder (a saved model or an ONNX export), verified unless ``verify=False``."""
+    d = Path(folder)
+    if is_ensemble_dir(d):
+        raise ModelLoadError(f"{d}: already an ensemble; pass its member models instead",
+                             hint="an ensemble's members are single models")
+    if (d / MANIFEST).is_file() and is_onnx_manifest(read_manifest(d)):
+        return load_onnx_folder(d, verify=verify)
+    return load_model_folder(d, verify=verify)
+
+
 def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics: dict[str, Any] | None = None,
                   sources: Sequence[str] | None = None,
-                  loaded: Sequence[LoadedModel | LoadedEnsemble] | None = None) -> Path:
+                  loaded: Sequence[LoadedModel | LoadedOnnx] | None = None) -> Path:
     """Copy ``members`` (saved model folders, verified first) into a new ensemble folder, written under a
     temporary name and renamed into place.  ``sources``: how to name each member in the lineage (e.g. the
     store reference it was resolved from); defaults to the folder paths.  ``loaded``: ``load_model`` of each
     member already done by the caller (verified), so it is not done twice."""
     if not members:
         raise ModelLoadError("an ensemble needs at least one member model", hint="pass two or more model folders")
-    nested = [str(m) for i, m in enumerate(members)
-              if is_ensemble_dir(m) or (loaded is not None and isinstance(loaded[i], LoadedEnsemble))]
+    nested = [str(m) for m in members if is_ensemble_dir(m)]
     if nested:
         raise ModelLoadError(f"{', '.join(nested)}: already an ensemble; pass its member models instead",
                              hint="an ensemble's members are single models")
     if loaded is None:
-        loaded = [load_model_folder(m) for m in members]  # verifies every member and that each one loads
+        loaded = [load_member(m) for m in members]  # verifies every member and that each one loads
     tags = loaded[0].vocabs.tags.tags
     for i, m in enumerate(loaded[1:], start=1):
         if (other := m.vocabs.tags.tags) != tags:
@@ -146,7 +156,8 @@ def verify_ensemble(path: str | Path, manifest: dict[str, Any]) -> dict[str, Any
     return manifest
 
 
-def load_ensemble(path: str | Path, *, verify: bool = True, onnx_options: dict[str, Any] | None = None) -> LoadedEnsemble:
+def load_ensemble(path: str | Path, *, verify: bool = True,
+                  onnx_options: dict[str, Any] | None = None) -> LoadedEnsemble:
     """``onnx_options``: ``load_onnx_folder`` keywords (threads, word cache) for members that are exports."""
     d = Path(path)
     if verify:
@@ -156,8 +167,9 @@ def load_ensemble(path: str | Path, *, verify: bool = True, onnx_options: dict[s
         raise ModelLoadError(f"{d / ENSEMBLE}: unsupported ensemble format or combination", path=str(d),
                              hint=f"this version reads {FORMAT} with combine={COMBINE!r}")
     members: list[LoadedModel | LoadedOnnx] = [  # verified above
-        load_onnx_folder(d / m["dir"], verify=False, **(onnx_options or {})) if is_onnx_manifest(read_manifest(d / m["dir"]))
-        else load_model_folder(d / m["dir"], verify=False) for m in spec["members"]]
+        load_onnx_folder(d / m["dir"], verify=False, **(onnx_options or {}))
+        if is_onnx_manifest(read_manifest(d / m["dir"])) else load_model_folder(d / m["dir"], verify=False)
+        for m in spec["members"]]
     metrics = read_json(d / METRICS) if (d / METRICS).is_file() else {}
     lineage = read_json(d / LINEAGE) if (d / LINEAGE).is_file() else {}
     return LoadedEnsemble(d, members, metrics=metrics, lineage=lineage)

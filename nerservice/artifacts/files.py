@@ -194,4 +194,4 @@ def check_files(folder: Path, manifest: Any, *, required: Sequence[str]) -> dict
             raise IntegrityError(f"{p}: missing file listed in the manifest", path=str(p))
         if p.stat().st_size != meta["bytes"] or sha256_file(p) != meta["sha256"]:
             raise IntegrityError(f"{p}: checksum mismatch (file tampered with or truncated)", path=str(p))
-    return manifest
+    return dict(manifest)

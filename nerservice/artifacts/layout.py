@@ -28,7 +28,8 @@ RUN_MODELS = (BEST, LAST)
 
 # Model folder.
 CONFIG, VOCAB, WEIGHTS = "config.json", "vocab.json", "model.weights.h5"
-METRICS, HISTORY, PLOT, LINEAGE, MANIFEST = "metrics.json", "history.json", "history.png", "lineage.json", "manifest.json"
+METRICS, HISTORY, PLOT = "metrics.json", "history.json", "history.png"
+LINEAGE, MANIFEST = "lineage.json", "manifest.json"
 REQUIRED = (CONFIG, VOCAB, WEIGHTS, MANIFEST)
 
 # Ensemble folder.

@@ -10,8 +10,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nerservice.artifacts.files import check_files, read_json, read_manifest, staged, write_json, write_manifest
-from nerservice.artifacts.layout import (CONFIG, FORMAT, HISTORY, LINEAGE, MANIFEST, METRICS, MULTI, MULTI_FORMAT,
-                                         REQUIRED, VOCAB, WEIGHTS)
+from nerservice.artifacts.layout import (
+    CONFIG,
+    FORMAT,
+    HISTORY,
+    LINEAGE,
+    MANIFEST,
+    METRICS,
+    MULTI,
+    MULTI_FORMAT,
+    REQUIRED,
+    VOCAB,
+    WEIGHTS,
+)
 from nerservice.config import NerConfig
 from nerservice.errors import ModelLoadError
 from nerservice.text.vocab import MultiTagVocabulary, Vocabularies

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
     from nerservice.runtime.predictor import OnnxPredictor
 
 REQUIRED = (WORDS_GRAPH, CONTEXT_GRAPH, VOCAB, CRF, CONFIG)
-META_SOURCE, META_VOCAB, META_CRF = "nerservice.source_manifest_sha256", "nerservice.vocab_sha256", "nerservice.crf_sha256"
+META_SOURCE = "nerservice.source_manifest_sha256"
+META_VOCAB, META_CRF = "nerservice.vocab_sha256", "nerservice.crf_sha256"
 DEFAULT_CACHE_ENTRIES = 20_000  # word-feature rows kept per model: 20k x 256 floats = 20 MB at most
 
 
@@ -58,14 +59,15 @@ def verify_onnx_folder(folder: str | Path, manifest: Any) -> dict[str, Any]:
     if not isinstance(source, dict) or not isinstance(source.get("manifest_sha256"), str):
         raise IntegrityError(f"{d}/manifest.json: no source model identity", path=str(d),
                              hint="export the model again with `nerservice export`")
-    return manifest
+    return dict(manifest)
 
 
 def read_crf(path: Path) -> CrfParams:
     data = read_json(path)
     try:
         crf = CrfParams(transitions=np.asarray(data["transitions"], dtype=np.float64),
-                        start=np.asarray(data["start"], dtype=np.float64), end=np.asarray(data["end"], dtype=np.float64))
+                        start=np.asarray(data["start"], dtype=np.float64),
+                        end=np.asarray(data["end"], dtype=np.float64))
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelLoadError(f"{path}: not CRF parameters ({exc})", path=str(path)) from None
     k = crf.start.shape[0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-
 TOKEN_FORMATS = ("tsv", "conll")
 DOCUMENT_FORMATS = ("pubtator", "bioc-xml", "bioc-json", "brat", "jsonl")  # = nerservice.documents.DOCUMENT_FORMATS
 # (repeated here so building the parser imports nothing heavy; tests/documents/test_formats.py checks they agree)

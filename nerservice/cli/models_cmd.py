@@ -167,9 +167,9 @@ def run_promote(args: argparse.Namespace) -> int:
 
 
 def run_download(args: argparse.Namespace) -> int:
-    from nerservice.errors import StoreError
     from nerservice.artifacts.formats import verify_manifest
     from nerservice.artifacts.layout import MANIFEST
+    from nerservice.errors import StoreError
 
     src = _store(args).resolve(args.ref)
     dest = Path(args.to)

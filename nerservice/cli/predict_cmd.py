@@ -4,8 +4,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 OUTPUT_FORMATS = ("jsonl", "pubtator", "bioc-xml", "bioc-json", "brat")
+
+
+if TYPE_CHECKING:
+    from nerservice.inference import Extractor
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -70,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predict_lines(extractor, args: argparse.Namespace) -> int:  # type: ignore[no-untyped-def]
+def _predict_lines(extractor: Extractor, args: argparse.Namespace) -> int:
     stream = sys.stdin if args.file == "-" else open(args.file, encoding="utf-8")
     try:
         buf: list[str] = []

@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
                           hint="nerservice models register NAME OUT/ensemble")
     if args.promote and args.final:
         raise ConfigError("--promote with --final: the final model's dev F1 is a training-set figure, so it "
-                          "cannot be compared with the alias holder's", hint="promote it by hand: nerservice models promote")
+                          "cannot be compared with the alias holder's",
+                          hint="promote it by hand: nerservice models promote")
     from nerservice.training.recipes import core_runner, run_recipe, save_evaluated_ensemble
 
     train_c, dev_c = read(args.train, args), read(args.dev, args)
@@ -98,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
         if c is not None:
             r = c.report
             print(f"{name}: {r.sentences} sentences, {r.tokens} tokens, entities {dict(r.entities)}"
-                  f"{f', {len(r.skipped)} skipped' if r.skipped else ''}{f', {r.repaired} repaired' if r.repaired else ''}")
+                  f"{f', {len(r.skipped)} skipped' if r.skipped else ''}"
+                  f"{f', {r.repaired} repaired' if r.repaired else ''}")
     if args.data_parallel:
         from nerservice.training.parallel import use_data_parallel
 

@@ -13,7 +13,12 @@ from typing import Literal
 
 from nerservice.data.report import Corpus, ReadReport, SkippedSentence
 from nerservice.data.schemes import (
-    TAG_EXPECTED, TagSequenceError, convert_to_iob2, detect_scheme, spans, validate_tag,
+    TAG_EXPECTED,
+    TagSequenceError,
+    convert_to_iob2,
+    detect_scheme,
+    spans,
+    validate_tag,
 )
 from nerservice.data.sentence import Sentence
 from nerservice.errors import ConfigError, CorpusFormatError, EmptyCorpusError

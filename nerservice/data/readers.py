@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Sequence
 
-from nerservice.data.utf8_lines import decode_lines, split_text
 from nerservice.data.parsing import check_args, parse_lines
 from nerservice.data.report import Corpus, ReadReport, SkippedSentence
+from nerservice.data.utf8_lines import decode_lines, split_text
 from nerservice.errors import CorpusEncodingError, CorpusError, CorpusFormatError
 
 __all__ = ["Corpus", "ReadReport", "SkippedSentence", "parse_bytes", "parse_text", "read_corpus"]

@@ -2,7 +2,8 @@
 
 ``mapInPandas`` calls :func:`predict_frames` once per partition; the module-level cache keyed by the
 resolved model path means a Python worker that Spark reuses for the next partition (the default,
-``spark.python.worker.reuse=true``) loads the model (and its runtime: ONNX Runtime, or TensorFlow for the Keras path) only once.
+``spark.python.worker.reuse=true``) loads the model (and its runtime: ONNX Runtime, or TensorFlow for the
+Keras path) only once.
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Fault injection for tests and drills (not on the resume path: that is ``training/resume.py``): SIGKILL one worker's training process once, mid-run.
+"""Fault injection for tests and drills: SIGKILL one worker's training process once, mid-run.  (Not on
+the resume path: resuming is ``training/resume.py``.)
 
 The victim watches the shared checkpoint; when rank 0 has checkpointed epoch ``after_epoch`` it creates
 a marker file (so the retried stage does not die again) and kills its own process with SIGKILL — the

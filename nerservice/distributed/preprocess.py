@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from nerservice.data import parse_bytes
-from nerservice.documents.align import ConvertOptions
-from nerservice.documents.formats import DOCUMENT_FORMATS, sniff
 from nerservice.distributed.file_result import FileResult, display_path
 from nerservice.distributed.splits import assign_split
+from nerservice.documents.align import ConvertOptions
+from nerservice.documents.formats import DOCUMENT_FORMATS, sniff
 from nerservice.errors import NerServiceError
 
 SENTENCE_SCHEMA = "split string, tokens array<string>, tags array<string>, file string, line int"

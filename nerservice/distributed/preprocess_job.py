@@ -17,10 +17,10 @@ from typing import Any
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.preprocess import QUARANTINE_SCHEMA, SENTENCE_SCHEMA, account, parse_file
 from nerservice.distributed.preprocess_docs import brat_key, parse_brat_group
-from nerservice.documents.align import ConvertOptions
 from nerservice.distributed.splits import SPLITS, parse_ratios
 from nerservice.distributed.stats import CorpusStats, add_row, merge
 from nerservice.distributed.word2vec import Word2VecOptions, train_word2vec, write_vectors
+from nerservice.documents.align import ConvertOptions
 from nerservice.errors import ConfigError, CorpusError
 
 

@@ -1,6 +1,6 @@
 """Barrier-stage rendezvous: every task learns every peer's address, then builds ``TF_CONFIG``.
 
-Protocol (FACTS.md, verified on a standalone cluster): each task reads its host from
+Protocol (verified on a standalone cluster; docs/ARCHITECTURE.md, platform facts): each task reads its host from
 ``BarrierTaskContext.getTaskInfos()``, picks a free port there, and ``allGather``s a small JSON message;
 all tasks get the same list back, sort it by rank (= partition id) and set ``TF_CONFIG`` *before*
 TensorFlow is imported.  ``context`` is duck-typed (``partitionId``, ``getTaskInfos``, ``allGather``) so

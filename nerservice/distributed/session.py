@@ -2,7 +2,7 @@
 
 ``spark-submit --conf`` always wins: defaults here are applied only to keys the user did not set.
 Environment variables the library needs on executors are forwarded as ``spark.executorEnv.*``,
-because variables exported for ``spark-submit`` do not reach executor Python (FACTS.md).
+because variables exported for ``spark-submit`` do not reach executor Python (docs/ARCHITECTURE.md, platform facts).
 """
 from __future__ import annotations
 

@@ -80,7 +80,8 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
                  embeddings: str | list[str] | None = None, register: str | None = None, promote: str | None = None,
                  resume: bool = True, collective_timeout_s: float = 600.0, kill: KillPlan | None = None,
                  backend: str = "tensorflow", scaling: Mode = "fixed", rule: Rule = "linear",
-                 train_on_dev: bool = False, keep: str = "best", recipe: dict[str, Any] | None = None) -> dict[str, Any]:
+                 train_on_dev: bool = False, keep: str = "best",
+                 recipe: dict[str, Any] | None = None) -> dict[str, Any]:
     """``scaling``/``rule``: how the global batch and learning rate follow ``world``
     (``nerservice.training.scaling``); the config the workers train with is the scaled one.
     ``train_on_dev``/``keep``/``recipe``: a run of a multi-run recipe (``spark_runner``)."""

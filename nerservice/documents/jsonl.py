@@ -42,7 +42,8 @@ def document_dict(doc: Document) -> dict[str, Any]:
         if p.sentences is not None:
             d["sentences"] = [list(s) for s in p.sentences]
         passages.append(d)
-    out: dict[str, Any] = {"id": doc.id, "passages": passages, "entities": [annotation_dict(a) for a in doc.annotations]}
+    out: dict[str, Any] = {"id": doc.id, "passages": passages,
+                           "entities": [annotation_dict(a) for a in doc.annotations]}
     if doc.infons:
         out["infons"] = [list(x) for x in doc.infons]
     return out

@@ -31,7 +31,9 @@ def score_documents(gold: Sequence[Document], pred: Sequence[Document]) -> dict[
     g, p = _keys(gold), _keys(pred)
     tp = g & p
     labels = sorted({k[1] for k in g | p})
-    count = lambda keys: Counter(k[1] for k in keys)
+    def count(keys: set[Any]) -> Counter[Any]:
+        return Counter(k[1] for k in keys)
+
     cg, cp, ct = count(g), count(p), count(tp)
     return {"micro": _prf(len(tp), len(p), len(g)),
             "per_type": {lab: _prf(ct[lab], cp[lab], cg[lab]) for lab in labels},

@@ -29,7 +29,8 @@ class Tagged:
 
 def _logsumexp(x: np.ndarray, axis: int) -> np.ndarray:
     m = np.max(x, axis=axis, keepdims=True)
-    return np.squeeze(m, axis) + np.log(np.sum(np.exp(x - m), axis=axis))
+    out: np.ndarray = np.squeeze(m, axis) + np.log(np.sum(np.exp(x - m), axis=axis))
+    return out
 
 
 def viterbi(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> list[np.ndarray]:

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from nerservice.errors import ModelLoadError
-from nerservice.model.decode import CrfParams
-from nerservice.model.predictor import ForwardPredictor, Tagged, decode_tags
+from nerservice.model.decode import CrfParams, Tagged
+from nerservice.model.predictor import ForwardPredictor, decode_tags
 
 
 def mean_crf(params: Sequence[CrfParams]) -> CrfParams:
@@ -36,7 +36,8 @@ class MembersXla:
     """The members' background XLA compilers (``jit_compile="background"``) seen as one: the counts /metrics
     shows and the ``wait()`` benchmarks use.  Each member compiles its own shapes on its own thread."""
 
-    compiled, pending, xla_calls, graph_calls = (_summed(a) for a in ("compiled", "pending", "xla_calls", "graph_calls"))
+    compiled, pending, xla_calls, graph_calls = (_summed(a) for a in
+                                                 ("compiled", "pending", "xla_calls", "graph_calls"))
 
     def __init__(self, parts: Sequence[Any]) -> None:
         self.parts = list(parts)

@@ -1,8 +1,9 @@
 """Keras 3 layers of the tagger, written with ``keras.ops`` only (TensorFlow and JAX backends).
 
-No Keras masks anywhere: sequences carry explicit ``lengths``.  A masked LSTM cannot use cuDNN (FACTS.md:
-JAX falls back to ``lax.scan`` at about half speed), so the backward direction of each BiLSTM runs on the
-sequence reversed *within its length* and is reversed back.  Right padding never reaches a real token:
+No Keras masks anywhere: sequences carry explicit ``lengths``.  A masked LSTM cannot use cuDNN
+(docs/ARCHITECTURE.md, platform facts: JAX falls back to ``lax.scan`` at about half speed), so the
+backward direction of each BiLSTM runs on the sequence reversed *within its length* and is reversed back.
+Right padding never reaches a real token:
 the forward pass sees padding only after the real tokens, the backward pass only after the reversed real
 tokens.  Outputs on real tokens are therefore independent of padding (tests/model/test_layers.py proves it).
 """

@@ -42,7 +42,7 @@ class BackgroundXlaForward:
         fn = self._compiled.get(key)
         if fn is not None:
             self.xla_calls += 1
-            return fn(inputs).numpy()
+            return np.asarray(fn(inputs).numpy())
         self._schedule(key, inputs)
         self.graph_calls += 1
         return self._graph(inputs)

@@ -7,5 +7,6 @@
     evaluation.py  each corpus scored on its own head, and the mean over corpora
 
 Decoding every head and merging their entities lives with the other decoders, in
-``nerservice/model/heads.py``; the saved format (``nerservice.multi.v1``) in ``nerservice/artifacts/`` (layout.py, formats.py).
+``nerservice/model/heads.py``; the saved format (``nerservice.multi.v1``) in ``nerservice/artifacts/``
+(layout.py, formats.py).
 """

@@ -12,7 +12,6 @@ thread-safe, and so is the cache, so one forward serves the API's concurrent bat
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +80,10 @@ class OrtForward:
         return cls(sess_w, make_session(context, threads), cache=cache)
 
     def word_features(self, word_ids: np.ndarray, word_chars: np.ndarray) -> np.ndarray:
-        run: Callable[[np.ndarray, np.ndarray], np.ndarray] = (
-            lambda ids, chars: self.words.run(None, {"word_ids": ids, "word_chars": chars})[0])
+        def run(ids: np.ndarray, chars: np.ndarray) -> np.ndarray:
+            out: np.ndarray = self.words.run(None, {"word_ids": ids, "word_chars": chars})[0]
+            return out
+
         if self.cache is None:
             return run(word_ids, word_chars)
         return self.cache.features(word_ids, word_chars, run)

@@ -101,7 +101,9 @@ def _bilstm(g: _Graph, prefix: str, x: str, seq_lens: str, w: Mapping[str, np.nd
 
 def words_graph(w: Mapping[str, np.ndarray], shape: NetworkShape) -> onnx.ModelProto:
     g = _Graph()
-    i64 = lambda name, v: g.const(name, np.asarray(v, np.int64))
+    def i64(name: str, v: Any) -> Any:
+        return g.const(name, np.asarray(v, np.int64))
+
     parts = [g.one("Gather", [g.const("word_embedding", w["word_embedding"]), "word_ids"])]
     if shape.has_char_cnn or shape.has_char_lstm:
         valid = g.one("Greater", ["word_chars", g.const("zero_i32", np.int32(0))])  # (U, C)
@@ -125,7 +127,8 @@ def words_graph(w: Mapping[str, np.ndarray], shape: NetworkShape) -> onnx.ModelP
             seq = g.one("Max", [lens, g.const("one_i32", np.int32(1))])
             _, y_h = _bilstm(g, "char_lstm", g.one("Transpose", [x], perm=[1, 0, 2]), seq, w)
             units = w["char_lstm.forward.recurrent"].shape[0]
-            parts.append(g.one("Reshape", [g.one("Transpose", [y_h], perm=[1, 0, 2]), i64("char_lstm_out", [-1, 2 * units])]))
+            parts.append(g.one("Reshape", [g.one("Transpose", [y_h], perm=[1, 0, 2]),
+                                           i64("char_lstm_out", [-1, 2 * units])]))
     feats = g.one("Concat", parts, axis=1) if len(parts) > 1 else parts[0]
     out = g.one("Relu", [g.one("Gemm", [feats, g.const("dense.kernel", w["dense.kernel"]),
                                         g.const("dense.bias", w["dense.bias"])])])

@@ -15,10 +15,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from nerservice.errors import IntegrityError
 from nerservice.artifacts.files import sha256_file
 from nerservice.artifacts.formats import verify_manifest
 from nerservice.artifacts.layout import MANIFEST
+from nerservice.errors import IntegrityError
 from nerservice.store.contents import refuse_unlisted
 
 MARKER = "source.json"

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nerservice.artifacts.layout import HISTORY, METRICS, PLOT
 from nerservice.config import NerConfig
 from nerservice.errors import StoreError
-from nerservice.artifacts.layout import HISTORY, METRICS, PLOT
 from nerservice.store import runs
 from nerservice.store.model_store import ModelStore
 from nerservice.store.refs import validate_name

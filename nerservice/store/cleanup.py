@@ -82,5 +82,6 @@ def prune_incomplete(store: Any, name: str | None = None, *, older_than_s: float
             and now - datetime.fromisoformat(r["created"]).timestamp() >= older_than_s]
     if not dry_run:
         for r in gone:
-            store.call("deleting an incomplete version", store.client.delete_model_version, r["name"], str(r["version"]))
+            store.call("deleting an incomplete version", store.client.delete_model_version, r["name"],
+                       str(r["version"]))
     return gone

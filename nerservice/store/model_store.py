@@ -8,6 +8,7 @@ on every call (cache.py).
 """
 from __future__ import annotations
 
+import builtins
 import hashlib
 import os
 from pathlib import Path
@@ -17,8 +18,8 @@ from nerservice.errors import ModelNotFoundError, PromotionRefusedError, StoreEr
 from nerservice.store import runs
 from nerservice.store._mlflow import error_code, import_mlflow, make_client, mlflow_exception, translated
 from nerservice.store.cache import DownloadCache
-from nerservice.store.registration import register_model
 from nerservice.store.refs import ModelRef, parse_ref, validate_alias, validate_name, validate_version
+from nerservice.store.registration import register_model
 from nerservice.store.versions import is_complete, metric_of, version_info
 
 DEFAULT_DIR = "models"
@@ -152,7 +153,8 @@ class ModelStore:
 
     def _require_model_store(self, name: str) -> None:
         if self._empty():
-            raise ModelNotFoundError(f"no model named {name!r}: the store at {self._db.parent} is empty",
+            where = self._db.parent if self._db is not None else self.tracking_uri
+            raise ModelNotFoundError(f"no model named {name!r}: the store at {where} is empty",
                                      hint="register a model first, e.g. with `nerservice train ... --register NAME`")
 
     def _aliases(self, name: str) -> dict[str, int]:
@@ -196,16 +198,17 @@ class ModelStore:
     def list(self, name: str | None = None) -> list[dict[str, Any]]:
         """Every version (newest first per model), complete or not, with metrics and aliases."""
         names = [validate_name(name)] if name is not None else self._model_names()
-        out = []
+        out: list[dict[str, Any]] = []
         for n in names:
             aliases = self._aliases(n)
             out.extend(version_info(mv, aliases) for mv in self._versions(n))
         return out
 
-    def _model_names(self) -> list[str]:
+    def _model_names(self) -> builtins.list[str]:
         if self._empty():
             return []
-        names, token = [], None
+        names: list[str] = []
+        token = None
         while True:
             page = self.call("listing models", self.client.search_registered_models, page_token=token)
             names.extend(rm.name for rm in page)

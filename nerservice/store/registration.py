@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from nerservice.errors import InvalidModelRefError, ModelLoadError, StoreError
 from nerservice.artifacts.files import sha256_file
 from nerservice.artifacts.formats import verify_manifest
 from nerservice.artifacts.layout import CONFIG, LINEAGE, MANIFEST, METRICS
+from nerservice.errors import InvalidModelRefError, ModelLoadError, StoreError
 from nerservice.store import runs
 from nerservice.store._mlflow import error_code, mlflow_exception, translated
 from nerservice.store.contents import refuse_unlisted
@@ -29,8 +29,11 @@ class StoreSession(Protocol):
     """What registration uses of ``model_store.ModelStore`` (a protocol, so that module can import this one
     without a circle)."""
 
-    tracking_uri: str
-    client: Any
+    @property
+    def tracking_uri(self) -> str: ...
+
+    @property
+    def client(self) -> Any: ...
 
     def call(self, what: str, fn: Any, *args: Any, not_found: str | None = None, **kwargs: Any) -> Any: ...
 
@@ -62,7 +65,7 @@ def register_model(store: StoreSession, model_dir: str | Path, name: str, *, run
     lineage = runs.read_saved_json(src, LINEAGE)
 
     own_run = run_id is None
-    if own_run:
+    if run_id is None:
         run_id = store.start_run(
             run_name=f"register-{name}", params=runs.flatten(runs.read_saved_json(src, CONFIG)),
             tags={**runs.lineage_tags(lineage), runs.TAG_MODEL_NAME: name,

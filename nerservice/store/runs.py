@@ -65,7 +65,7 @@ def summary_metrics(metrics: dict[str, Any]) -> dict[str, float]:
 
 def epoch_metrics(record: dict[str, Any]) -> dict[str, float]:
     """One epoch record of the training loop → the curves the MLflow UI plots (step = epoch)."""
-    out = {k: float(record[k]) for k in ("loss", "dev_f1", "dev_precision", "dev_recall", "lr",
+    out: dict[str, float] = {k: float(record[k]) for k in ("loss", "dev_f1", "dev_precision", "dev_recall", "lr",
                                           "train_tokens_per_s", "train_seconds", "eval_seconds") if k in record}
     for label, f1 in sorted((record.get("dev_per_type") or {}).items()):
         out[f"dev_f1.{metric_key(label)}"] = float(f1)

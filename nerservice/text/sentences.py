@@ -100,7 +100,8 @@ def _is_boundary(text: str, term_start: int, term: str, next_char: str, *, depth
         return False
     if term != ".":  # "?", "!", "..." and ".)" / '."' are unambiguous ends
         return True
-    word = _LAST_WORD_RE.search(text, max(0, term_start - 64), term_start).group(1).lstrip(_OPENERS)
+    last = _LAST_WORD_RE.search(text, max(0, term_start - 64), term_start)
+    word = last.group(1).lstrip(_OPENERS) if last else ""
     lower = word.lower()
     if lower in ABBREVIATIONS or _DOTTED_RE.fullmatch(word):
         return False

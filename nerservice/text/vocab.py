@@ -213,9 +213,15 @@ class MultiTagVocabulary:
         """(K,) the head index of every tag column."""
         return np.concatenate([np.full(s.stop - s.start, i, dtype=np.int32) for i, s in enumerate(self.slices)])
 
-    id = TagVocabulary.id
-    tag = TagVocabulary.tag
-    __len__ = TagVocabulary.__len__
+    # The same column lookups as a single head's (both keep ``_tags``/``_ids`` over all columns).
+    def id(self, tag: str) -> int:
+        return TagVocabulary.id(self, tag)  # type: ignore[arg-type]
+
+    def tag(self, i: int) -> str:
+        return TagVocabulary.tag(self, i)  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return TagVocabulary.__len__(self)  # type: ignore[arg-type]
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, MultiTagVocabulary) and self._tags == other._tags
@@ -247,7 +253,7 @@ class MultiTagVocabulary:
             vocab = cls([(h["name"], h["tags"]) for h in heads])  # type: ignore[union-attr]
         except ValueError as exc:
             raise ModelLoadError(f"corrupt multi-corpus tag vocabulary: {exc}") from None
-        if vocab.tags != d.get("tags") or any(tv.tags != h["tags"] for (_, tv), h in zip(vocab.heads, heads)):
+        if vocab.tags != d.get("tags") or any(tv.tags != h["tags"] for (_, tv), h in zip(vocab.heads, heads or [])):
             raise ModelLoadError("corrupt multi-corpus tag vocabulary: tags are not in canonical order")
         return vocab
 

@@ -34,8 +34,9 @@ def _assign(variables: list[Any], path: Path) -> None:
 def save_checkpoint(directory: str | Path, *, model: Any, optimizer: Any, state: LoopState) -> Path:
     target = Path(directory)
     with staged(target) as tmp:
-        np.savez(tmp / MODEL_VARS, **_values(model.variables))
-        np.savez(tmp / OPT_VARS, **_values(optimizer.variables))
+        # (numpy's stub types **kwds as allow_pickle's bool; the arrays are saved by name, never pickled)
+        np.savez(tmp / MODEL_VARS, **_values(model.variables))  # type: ignore[arg-type]
+        np.savez(tmp / OPT_VARS, **_values(optimizer.variables))  # type: ignore[arg-type]
         (tmp / STATE).write_text(json.dumps(state.to_dict()), encoding="utf-8")
     return target
 

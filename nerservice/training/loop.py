@@ -17,10 +17,10 @@ import numpy as np
 
 from nerservice.config import NerConfig
 from nerservice.data import Sentence
+from nerservice.model.batching import bucketed_batches
 from nerservice.text.features import EncodedCorpus, ShapePolicy, round_up
 from nerservice.text.vocab import Vocabularies
 from nerservice.training.averaging import WeightAverager
-from nerservice.model.batching import bucketed_batches
 from nerservice.training.steps import TrainStep
 
 EpochCallback = Callable[[dict[str, Any], bool], None]  # (epoch record, is_best)
@@ -124,7 +124,7 @@ class EpochLoop:
             losses = []
             t0 = time.perf_counter()
             for global_idx in plan:
-                batch = encoded.batch(global_idx[part::parts], policy)
+                batch: dict[str, Any] = encoded.batch(global_idx[part::parts], policy)
                 batch.update(replica_rows(global_idx, part, parts, encoded.lengths, policy,
                                           n_rows=batch["lengths"].shape[0]))
                 loss = step(batch, len(global_idx))
@@ -198,7 +198,7 @@ def run_epochs(step: TrainStep, vocabs: Vocabularies, config: NerConfig, train: 
 
 
 def replica_rows(global_idx: np.ndarray, rank: int, world: int, lengths: np.ndarray, policy: ShapePolicy,
-                 *, n_rows: int) -> dict[str, np.ndarray]:
+                 *, n_rows: int) -> dict[str, np.ndarray | np.int32]:
     """Where this worker's rows sit in the global batch, and the global batch's (rows, time) size: the
     model draws dropout noise for the global batch and keeps these rows (``layers.keep_mask``), so the
     masks do not depend on how many workers share the batch."""

@@ -143,11 +143,10 @@ def save_evaluated_ensemble(out: str | Path, members: Sequence[str | Path], corp
                             *, sources: Sequence[str] | None = None) -> tuple[Path, dict[str, Any]]:
     """Members → one ensemble folder whose metrics.json holds its scores on ``corpora`` (e.g. dev, test).
     Everything is evaluated before anything is written: a failure leaves no half-made ensemble behind."""
-    from nerservice.artifacts.ensemble_folder import LoadedEnsemble, save_ensemble
-    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.ensemble_folder import LoadedEnsemble, load_member, save_ensemble
     from nerservice.metrics import evaluate_predictor as evaluator
 
-    loaded = [load_model(m) for m in members]  # verified here once; save_ensemble reuses them
+    loaded = [load_member(m) for m in members]  # verified here once; save_ensemble reuses them
     metrics: dict[str, Any] = {}
     if corpora:
         predictor = LoadedEnsemble(Path(out), loaded).predictor()

@@ -1,7 +1,8 @@
 """One optimisation step per backend, behind one small interface.
 
 TensorFlow: a ``tf.function`` with ``GradientTape`` that also runs under ``tf.distribute`` strategies
-(FACTS.md: Keras 3 ``fit`` fails under MultiWorkerMirroredStrategy, a custom loop works).  Gradients are
+(docs/ARCHITECTURE.md, platform facts: Keras 3 ``fit`` fails under MultiWorkerMirroredStrategy, a custom
+loop works).  Gradients are
 summed across replicas *before* clipping, so a 2-worker step clips exactly what a single process would.
 JAX: a jitted stateless step (``StatelessScope`` + ``optimizer.stateless_apply``); the state lives in
 JAX arrays during an epoch and is written back to the Keras variables by ``sync_to_model``.  Under
@@ -114,7 +115,7 @@ class TensorFlowStep:
         return self._optimizer
 
     def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> Any:
-        inputs = {k: batch[k] for k in TRAIN_KEYS}
+        inputs: dict[str, np.ndarray | np.int32] = {k: batch[k] for k in TRAIN_KEYS}
         if "row_ids" in batch:
             inputs.update({k: batch[k] for k in ROW_KEYS})
         else:  # a batch that is its own global batch

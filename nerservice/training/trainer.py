@@ -16,8 +16,7 @@ from nerservice.artifacts.layout import CHECKPOINT
 from nerservice.config import NerConfig
 from nerservice.data import Sentence
 from nerservice.metrics import evaluate_predictor
-from nerservice.text.vocab import Vocabularies, Vocabulary, TagVocabulary, normalize_word
-
+from nerservice.text.vocab import TagVocabulary, Vocabularies, Vocabulary, normalize_word
 
 
 class TrainCallback(Protocol):

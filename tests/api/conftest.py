@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from api_harness import MAIN_LIMITS, REPO, RunningServer, start_server  # noqa: F401 (MAIN_LIMITS re-exported)
 
 # Run as `.venv/bin/pytest`, the repo root is not on sys.path and tests/api (no __init__.py) would be

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from api_harness import RunningServer, start_server
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]

@@ -8,7 +8,6 @@ import socket
 
 import httpx
 import pytest
-
 from api_harness import MAIN_LIMITS
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]

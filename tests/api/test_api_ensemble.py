@@ -6,7 +6,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from api_harness import MAIN_LIMITS, start_server
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]

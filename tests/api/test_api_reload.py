@@ -17,7 +17,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from api_harness import start_server
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from api_harness import BIN, REPO, start_server
 
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import TINY_OVERRIDES
 
+from helpers import TINY_OVERRIDES
 from nerservice.cli.main import main
 from nerservice.data import read_corpus
 from nerservice.documents import read_documents, write_documents

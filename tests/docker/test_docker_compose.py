@@ -4,7 +4,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from docker_tools import PROFILES, REPO, compose, compose_model
 
 DEFAULT_SERVICES = {"spark-master", "spark-worker-1", "spark-worker-2", "mlflow", "api"}

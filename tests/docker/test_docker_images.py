@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from docker_tools import DOCKERFILES, REPO, tool
 
 IDS = [p.name for p in DOCKERFILES]

@@ -14,7 +14,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from docker_tools import REPO, free_port
 
 QUICKSTART = REPO / "scripts" / "quickstart.sh"

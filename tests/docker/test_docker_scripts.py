@@ -11,10 +11,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from docker_tools import REPO
 from packaging.markers import Marker
 from packaging.requirements import Requirement
-
-from docker_tools import REPO
 
 DISCOVERY = REPO / "docker" / "spark" / "gpu-discovery.sh"
 REQUIREMENTS = REPO / "docker" / "requirements.py"

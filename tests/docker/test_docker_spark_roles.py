@@ -11,12 +11,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
-
 from docker_tools import REPO, free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

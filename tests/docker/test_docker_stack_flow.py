@@ -23,7 +23,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from docker_tools import REPO, compose_model, free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.server]

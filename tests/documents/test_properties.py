@@ -76,8 +76,7 @@ def test_write_then_read_is_the_identity(case) -> None:
     once = _roundtrip(doc, fmt)
     assert _roundtrip(once, fmt) == once
     if fmt.startswith("bioc"):
-        key = lambda a: a.id
-        assert sorted(once.annotations, key=key) == sorted(doc.annotations, key=key)
+        assert sorted(once.annotations, key=lambda a: a.id) == sorted(doc.annotations, key=lambda a: a.id)
         assert once.with_annotations(doc.annotations) == doc
     else:
         assert once == doc

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from helpers import REPO, last_json_line, run_python
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]

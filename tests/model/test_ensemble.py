@@ -20,8 +20,8 @@ TEXTS = ["Patients with breast cancer were treated with cisplatin. No asthma was
 
 
 def test_ensemble_decodes_the_argmax_of_the_summed_member_scores(tiny_model_dir, contrary_member_dir) -> None:
-    from nerservice.model.ensemble import EnsemblePredictor
     from nerservice.artifacts.formats import load_model
+    from nerservice.model.ensemble import EnsemblePredictor
 
     members = [load_model(d).predictor() for d in (tiny_model_dir, contrary_member_dir)]
     ens = EnsemblePredictor(members)
@@ -39,8 +39,8 @@ def test_ensemble_decodes_the_argmax_of_the_summed_member_scores(tiny_model_dir,
 
 
 def test_a_one_member_ensemble_is_the_model_itself(tiny_model_dir) -> None:
-    from nerservice.model.ensemble import EnsemblePredictor
     from nerservice.artifacts.formats import load_model
+    from nerservice.model.ensemble import EnsemblePredictor
 
     single = load_model(tiny_model_dir).predictor()
     ens = EnsemblePredictor([single])
@@ -51,11 +51,11 @@ def test_a_one_member_ensemble_is_the_model_itself(tiny_model_dir) -> None:
 
 
 def test_members_must_share_the_tag_set(tiny_model_dir, tmp_path) -> None:
-    from nerservice.errors import ModelLoadError
-    from nerservice.model.tagger import build_tagger
     from nerservice.artifacts.ensemble_folder import save_ensemble
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.model_folder import save_model
+    from nerservice.errors import ModelLoadError
+    from nerservice.model.tagger import build_tagger
     from nerservice.text.vocab import TagVocabulary, Vocabularies
 
     base = load_model(tiny_model_dir)
@@ -72,11 +72,11 @@ def test_members_must_share_the_tag_set(tiny_model_dir, tmp_path) -> None:
 
 def test_saved_ensemble_loads_verifies_and_extracts_like_its_predictor(tiny_model_dir, contrary_member_dir,
                                                                         tmp_path) -> None:
+    from nerservice.artifacts.ensemble_folder import LoadedEnsemble, save_ensemble
+    from nerservice.artifacts.formats import load_model, verify_manifest
     from nerservice.errors import IntegrityError
     from nerservice.inference import Extractor
     from nerservice.model.ensemble import EnsemblePredictor
-    from nerservice.artifacts.ensemble_folder import LoadedEnsemble, save_ensemble
-    from nerservice.artifacts.formats import load_model, verify_manifest
 
     out = save_ensemble(tmp_path / "ens", [tiny_model_dir, contrary_member_dir], metrics={"test": {"micro": {"f1": 0.5}}})
     assert sorted(p.name for p in out.iterdir()) == ["ensemble.json", "lineage.json", "manifest.json",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import brute_force_crf, tiny_model_config
 
+from helpers import brute_force_crf, tiny_model_config
 from nerservice.model.decode import CrfParams, Tagged
 from nerservice.model.heads import decode_head, decode_merged, merge_heads
 from nerservice.text.vocab import MultiTagVocabulary, Vocabularies
@@ -58,9 +58,9 @@ def test_each_head_decodes_with_its_own_crf_block() -> None:
 
 @pytest.mark.parametrize("head", [0, 1])
 def test_training_loss_of_a_sentence_is_its_heads_crf(head: int) -> None:
-    from helpers import encode_batch
     from keras import ops
 
+    from helpers import encode_batch
     from nerservice.multi.tagger import build_multi_tagger
     from nerservice.text.vocab import Vocabulary
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import brute_force_crf, random_crf_problem
 
+from helpers import brute_force_crf, random_crf_problem
 from nerservice.model.decode import CrfParams, marginals, viterbi
 from nerservice.model.device_tagging import padded_length
 
 jnp = pytest.importorskip("jax.numpy")
-from nerservice.model.jax_decode import crf_arrays, decode_jit
+from nerservice.model.jax_decode import crf_arrays, decode_jit  # noqa: E402  (only with jax installed)
 
 
 def _both(p: dict[str, np.ndarray]) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:

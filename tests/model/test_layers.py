@@ -52,9 +52,9 @@ def test_sequence_mask() -> None:
 
 
 def _bilstm(units: int = 4, **kw):
-    from nerservice.model.layers import LengthBiLSTM
-
     import keras
+
+    from nerservice.model.layers import LengthBiLSTM
 
     keras.utils.set_random_seed(1)
     layer = LengthBiLSTM(units, **kw)
@@ -188,7 +188,7 @@ def test_config_roundtrip_length_bilstm() -> None:
 
     x = _padded(6, LENGTHS, 6)
     for return_last in (False, True):
-        assert_config_roundtrip(LengthBiLSTM(4, return_last=return_last, name="b"), lambda l: l(x, LENGTHS))
+        assert_config_roundtrip(LengthBiLSTM(4, return_last=return_last, name="b"), lambda layer: layer(x, LENGTHS))
 
 
 @pytest.mark.parametrize("cnn,lstm", [(4, 3), (0, 3), (4, 0)])
@@ -196,7 +196,7 @@ def test_config_roundtrip_char_encoder(cnn: int, lstm: int) -> None:
     from nerservice.model.layers import CharEncoder
 
     enc = CharEncoder(12, embedding_dim=5, cnn_filters=cnn, cnn_width=2, lstm_units=lstm, name="chars")
-    clone = assert_config_roundtrip(enc, lambda l: l(WORDS))
+    clone = assert_config_roundtrip(enc, lambda layer: layer(WORDS))
     assert clone.output_dim == cnn + 2 * lstm
 
 
@@ -204,7 +204,7 @@ def test_config_roundtrip_residual_stack() -> None:
     from nerservice.model.layers import ResidualBiLSTMStack
 
     x = _padded(7, LENGTHS, 6, f=8)
-    clone = assert_config_roundtrip(ResidualBiLSTMStack(4, 3, dropout=0.3, name="s"), lambda l: l(x, LENGTHS))
+    clone = assert_config_roundtrip(ResidualBiLSTMStack(4, 3, dropout=0.3, name="s"), lambda layer: layer(x, LENGTHS))
     assert (clone.depth, clone.units, clone.dropout_rate) == (3, 4, 0.3)
 
 

@@ -24,9 +24,9 @@ TAGS = [
 
 @pytest.fixture(scope="module")
 def setup():
+    from nerservice.data import Sentence
     from nerservice.model.tagger import build_tagger
     from nerservice.training.trainer import build_vocabularies
-    from nerservice.data import Sentence
 
     train = [Sentence(tuple(s), tuple(t)) for s, t in zip(SENTENCES[:3], TAGS[:3])]
     vocabs = build_vocabularies(train)

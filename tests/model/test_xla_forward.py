@@ -6,8 +6,8 @@ import pytest
 
 
 def test_background_xla_agrees_with_the_graph_and_takes_over(tiny_model_dir, demo_corpus) -> None:
-    from nerservice.data import read_corpus
     from nerservice.artifacts.formats import load_model
+    from nerservice.data import read_corpus
 
     loaded = load_model(tiny_model_dir)
     sents = [s.tokens for s in read_corpus(demo_corpus["test"]).sentences][:60]

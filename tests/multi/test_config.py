@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import write_two_corpora
 
+from helpers import write_two_corpora
 from nerservice.errors import ConfigError, DuplicateCorpusError, EmptyLabelSetError, LabelMapError, MissingSplitError
 from nerservice.multi.config import CorporaConfig
 from nerservice.multi.corpora import read_corpora

@@ -13,8 +13,12 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis.errors import Unsatisfiable
-from schemathesis.checks import (content_type_conformance, not_a_server_error, response_schema_conformance,
-                                 status_code_conformance)
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from .servers import Server
 

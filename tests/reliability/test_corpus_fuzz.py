@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import os
 
+import data.test_properties as props  # tests/data (tests/ is on sys.path via its conftest)
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
-
-import data.test_properties as props  # tests/data (tests/ is on sys.path via its conftest)
 
 pytestmark = [pytest.mark.slow]
 

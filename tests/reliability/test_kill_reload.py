@@ -56,8 +56,8 @@ def _wait_for(cond, what: str, timeout: float = 120.0) -> None:  # noqa: ANN001
 @pytest.mark.parametrize("phase", ["download", "load"])
 def test_sigkill_during_reload_then_restart_serves_a_complete_model(phase: str, tiny_model_dir: Path, v2_dir: Path,
                                                                     rel_token: str, tmp_path: Path) -> None:
-    from nerservice.inference import Extractor
     from nerservice.artifacts.formats import verify_manifest
+    from nerservice.inference import Extractor
     from nerservice.store import ModelStore
 
     store_dir = tmp_path / "store"

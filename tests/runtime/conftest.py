@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from helpers import save_random_model
 
 VARIANTS = {

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from helpers import REPO, run_python, save_random_model
 
 HERE = Path(__file__).resolve().parent

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from helpers import tiny_config
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
@@ -18,10 +19,10 @@ def _rows(sentences):
 
 
 def test_two_jax_processes_equal_one_process_on_the_whole_batch(tmp_path: Path) -> None:
+    from nerservice.artifacts.formats import load_model
     from nerservice.demo_corpus import generate
     from nerservice.distributed.local_barrier import run_local
     from nerservice.distributed.worker import TrainSpec
-    from nerservice.artifacts.formats import load_model
 
     # bucket 32 and one residual layer keep the XLA compiles few and short; dropout stays on.
     config = tiny_config().with_overrides({"model.dropout": 0.3, "training.bucket_size": 32, "model.lstm_layers": 1,

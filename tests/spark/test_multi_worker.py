@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from helpers import tiny_config, write_two_corpora
 
 pytestmark = [pytest.mark.slow]

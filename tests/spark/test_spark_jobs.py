@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from helpers import TINY_OVERRIDES  # tests/helpers.py
 
 from .job_helpers import check, last_json

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from helpers import write_two_corpora
 
 from .job_helpers import check, last_json

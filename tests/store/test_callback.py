@@ -20,7 +20,6 @@ def _replay(callback, outcome) -> None:
 
 def test_callback_logs_the_run_and_registers(store, model_name, tiny_training):
     from helpers import tiny_config
-
     from nerservice.store import StoreCallback
 
     cb = StoreCallback(store, name=model_name, config=tiny_config())
@@ -41,7 +40,6 @@ def test_callback_logs_the_run_and_registers(store, model_name, tiny_training):
 
 def test_callback_without_a_name_only_tracks(store, tiny_training):
     from helpers import tiny_config
-
     from nerservice.store import StoreCallback
 
     cb = StoreCallback(store, name=None, config=tiny_config())
@@ -53,7 +51,6 @@ def test_callback_without_a_name_only_tracks(store, tiny_training):
 
 def test_store_outage_does_not_kill_training_but_fails_registration(monkeypatch, tmp_path, tiny_training, capsys):
     from helpers import tiny_config
-
     from nerservice.store import ModelStore, StoreCallback
     from nerservice.store.local_server import free_port
 
@@ -71,7 +68,6 @@ def test_store_outage_does_not_kill_training_but_fails_registration(monkeypatch,
 
 def test_callback_refuses_a_bad_name_before_training(store):
     from helpers import tiny_config
-
     from nerservice.errors import InvalidModelRefError
     from nerservice.store import StoreCallback
 

@@ -82,7 +82,6 @@ def test_models_commands_round_trip(cli_env, model_name, tiny_model_dir, tmp_pat
 @pytest.mark.slow
 def test_train_registers_and_promotes(store_env, model_name, demo_corpus, tmp_path):
     from helpers import TINY_OVERRIDES
-
     from nerservice.inference import Extractor
 
     overrides = [a for k, v in {**TINY_OVERRIDES, "training.epochs": 3}.items() for a in ("--set", f"{k}={v}")]

@@ -6,8 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from nerservice.errors import IntegrityError, InvalidModelRefError, ModelLoadError, ModelNotFoundError, \
-    PromotionRefusedError, StoreError
+from nerservice.errors import (
+    IntegrityError,
+    InvalidModelRefError,
+    ModelLoadError,
+    ModelNotFoundError,
+    PromotionRefusedError,
+    StoreError,
+)
+
 from .store_helpers import clone_with_dev_f1, flip_byte, rewrite_manifest, tree_digest
 
 TEXTS = [
@@ -183,10 +190,10 @@ def test_register_refuses_bad_input(store, model_name, tiny_model_dir, tmp_path)
 
 
 def test_an_ensemble_registers_resolves_and_is_verified_member_by_member(store, model_name, tiny_ensemble_dir):
-    from nerservice.inference import Extractor
     from nerservice.artifacts.ensemble_folder import LoadedEnsemble
     from nerservice.artifacts.files import sha256_file
     from nerservice.artifacts.formats import load_model
+    from nerservice.inference import Extractor
 
     version = store.register(tiny_ensemble_dir, model_name)
     resolved = store.resolve(f"{model_name}/{version}")

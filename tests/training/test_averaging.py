@@ -3,7 +3,6 @@ training continues from the raw weights; checkpoints hold the raw weights."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from helpers import tiny_model_config
 

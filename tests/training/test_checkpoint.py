@@ -12,9 +12,9 @@ from helpers import tiny_model_config
 
 @pytest.fixture(scope="module")
 def setup():
+    from helpers import encode_batch
     from nerservice.config import NerConfig
     from nerservice.demo_corpus import generate
-    from helpers import encode_batch
     from nerservice.training.trainer import build_vocabularies
 
     sents = generate(12, seed=4)

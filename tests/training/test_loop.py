@@ -62,9 +62,9 @@ def test_learning_rate_schedule() -> None:
 
 @pytest.mark.slow
 def test_loop_trains_and_records_every_epoch(data) -> None:
+    from nerservice.metrics import evaluate_predictor as evaluator
     from nerservice.model.predictor import Predictor
     from nerservice.training.loop import run_epochs
-    from nerservice.metrics import evaluate_predictor as evaluator
 
     train, dev, vocabs = data
     cfg = _config(epochs=4)

@@ -46,10 +46,10 @@ def test_bad_recipe_options_are_coded_errors_before_training(demo_corpus, tmp_pa
 
 @pytest.mark.slow
 def test_final_recipe_trains_on_train_plus_dev_for_phase1s_epoch_count(demo_corpus, tmp_path: Path, capsys) -> None:
-    from nerservice.data import read_corpus
-    from nerservice.lineage import corpus_fingerprint
     from nerservice.artifacts.formats import verify_manifest
     from nerservice.artifacts.model_folder import load_model_folder as load_model
+    from nerservice.data import read_corpus
+    from nerservice.lineage import corpus_fingerprint
 
     out = tmp_path / "final"
     assert main(_train(demo_corpus, out, "--final", "--json")) == 0

@@ -10,8 +10,8 @@ from nerservice.text.features import EncodedCorpus, ShapePolicy
 
 @pytest.fixture(scope="module")
 def setup(tiny_model_dir):
-    from nerservice.data import read_corpus
     from nerservice.artifacts.formats import load_model
+    from nerservice.data import read_corpus
 
     loaded = load_model(tiny_model_dir)
     from nerservice.demo_corpus import generate
