@@ -32,22 +32,31 @@ class StoreCallback:
         self.version: int | None = None
         self._logged: set[int] = set()
         self._warned = False
+        self._cleanup_tried = False
 
     def _run(self) -> str:
         if self.run_id is None:
             from nerservice.store.cleanup import end_abandoned_runs
 
             # A training killed earlier on this host (the one this run resumes, typically) left its run
-            # RUNNING: end it as KILLED now that nobody can still be writing to it.
-            try:
-                end_abandoned_runs(self.store, ended_by="a later training on this host")
-            except StoreError as exc:
-                print(f"warning: model store: abandoned runs not ended ({exc})", file=sys.stderr, flush=True)
+            # RUNNING: end it as KILLED now that nobody can still be writing to it. Tried once; its failure
+            # is reported only if the store then answers (during an outage every epoch comes back here,
+            # and on_epoch's one warning already says the store is down).
+            cleanup_error: StoreError | None = None
+            if not self._cleanup_tried:
+                self._cleanup_tried = True
+                try:
+                    end_abandoned_runs(self.store, ended_by="a later training on this host")
+                except StoreError as exc:
+                    cleanup_error = exc
             tags = {runs.TAG_LINEAGE + "config_hash": self.config.fingerprint()}
             if self.name:
                 tags[runs.TAG_MODEL_NAME] = self.name
             self.run_id = self.store.start_run(run_name=f"train-{self.name or 'model'}",
                                                params=runs.flatten(self.config.model_dump(mode="json")), tags=tags)
+            if cleanup_error is not None:
+                print(f"warning: model store: abandoned runs not ended ({cleanup_error})", file=sys.stderr,
+                      flush=True)
         return self.run_id
 
     def _log_epoch(self, record: dict[str, Any]) -> None:
