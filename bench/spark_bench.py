@@ -138,6 +138,8 @@ def main() -> None:
     p.add_argument("--scaling", choices=["fixed", "grow"], default="fixed",
                    help="train.py --scaling of the w1/w2 runs (results keys get a _grow suffix for grow)")
     p.add_argument("--predict-model", type=Path, help="model folder for predict (default: the w2/w1 run's)")
+    p.add_argument("--predict-runtime", default="auto", choices=["auto", "onnx", "keras"],
+                   help="predict.py --runtime (the executors' inference runtime)")
     p.add_argument("--w2v", type=int, metavar="DIM", help="also: preprocess with --word2vec DIM (MLlib, all "
                    "tokens) and train 1 worker with those vectors, to compare F1 with train_w1")
     args = p.parse_args()
@@ -191,7 +193,8 @@ def main() -> None:
             src = work / "texts.jsonl"
             src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
             pred, wall = run(cluster, "spark_jobs/predict.py", "--model", str(model_dir), "--input", str(src),
-                             "--output", str(work / "preds"), "--overwrite", "--partitions", str(args.partitions))
+                             "--output", str(work / "preds"), "--overwrite", "--partitions", str(args.partitions),
+                             "--runtime", args.predict_runtime)
             alone = in_process_runs(model_dir, src, 1)[0]
             pair = in_process_runs(model_dir, src, 2)  # both cores busy, as during the Spark job
             cores = 2
