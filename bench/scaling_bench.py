@@ -33,7 +33,7 @@ def _one_thread() -> None:
     tf.config.threading.set_inter_op_parallelism_threads(1)
 
 
-def _model(corpus: str) -> tuple[Any, Any, Any]:
+def _model(corpus: str | Path) -> tuple[Any, Any, Any]:
     from nerservice.config import NerConfig
     from nerservice.data import read_corpus
     from nerservice.model.tagger import build_tagger
@@ -147,7 +147,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
     st = sub.add_parser("step")
-    st.add_argument("--corpus", default="/work/shared/data/corpora/NCBI-disease")
+    st.add_argument("--corpus", type=Path, required=True, help="a corpus folder with train.tsv (e.g. NCBI-disease)")
     st.add_argument("--batches", type=int, nargs="+", default=[8, 16, 32, 64, 128])
     st.add_argument("--warmup", type=int, default=2)
     st.add_argument("--steps", type=int, default=8)
