@@ -78,7 +78,7 @@ def step_times(args: argparse.Namespace) -> dict[str, Any]:
                      "mean_step_s": s / len(times), "tokens_per_s": sum(tokens) / s,
                      "tokens_per_step": sum(tokens) / len(tokens)})
         print(json.dumps(rows[-1]), flush=True)
-    return {"what": "step", "corpus": args.corpus, "threads": 1, "rows": rows,
+    return {"what": "step", "corpus": str(args.corpus), "threads": 1, "rows": rows,
             "steps_per_epoch_at_32": len(epoch_plan(lengths, config, 0)), "train_tokens": sum(lengths),
             "dev_tokens": sum(len(s.tokens) for s in read_corpus(os.path.join(args.corpus, "devel.tsv")).sentences),
             "train_sentences": len(lengths), **gradient_bytes_of(model), "loadavg": os.getloadavg()}
