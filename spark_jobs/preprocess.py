@@ -31,7 +31,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--label-map", action="append", default=[], metavar="FROM[,FROM...]=TO",
                    help="documents: rename labels at load (TO=O leaves them out); repeatable")
     p.add_argument("--sentences", default="split", choices=["split", "lines"],
-                   help="documents: sentence splitter (default) or one sentence per line")
+                   help="documents: sentence splitter (default) or one sentence per line (PubTator: per "
+                   "title/abstract line)")
+    p.add_argument("--tokens", default="words", choices=["words", "whitespace"],
+                   help="documents: the project's tokenizer (default) or whitespace-separated tokens "
+                   "(pre-tokenised text)")
     p.add_argument("--scheme", default="auto", choices=["auto", "iob1", "iob2", "iobes"])
     p.add_argument("--word2vec", type=int, metavar="DIM", help="also train DIM-dimensional word2vec vectors "
                    "(Spark MLlib) on all tokens and write OUT/word2vec.txt")
@@ -59,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     req = PreprocessRequest(out=args.out, train=args.train, dev=args.dev, test=args.test, split=args.split,
                             seed=args.seed, fmt=args.fmt, scheme=args.scheme, overwrite=args.overwrite,
                             word2vec=w2v, unlabeled=args.unlabeled, label_map=parse_label_map(args.label_map),
-                            sentences=args.sentences)
+                            sentences=args.sentences, tokens=args.tokens)
     if args.corpora:
         return preprocess_corpora(args, w2v)
     spark = get_session("nerservice-preprocess")

@@ -23,7 +23,12 @@ def add_corpus_options(p: argparse.ArgumentParser) -> None:
                    "CompositeMention=Disease (TO=O leaves them out); repeatable")
     p.add_argument("--sentences", default="split", choices=["split", "lines"],
                    help="documents without sentence boundaries of their own: the project's sentence splitter "
-                   "(default) or one sentence per line (pre-split BRAT text)")
+                   "(default) or one sentence per line (pre-split BRAT text; PubTator: each title and abstract "
+                   "line is one sentence)")
+    p.add_argument("--tokens", default="words", choices=["words", "whitespace"],
+                   help="documents: the project's tokenizer (default, what prediction uses) or whitespace: "
+                   "the text is pre-tokenised and each whitespace-separated run is one token (keeps a "
+                   "corpus's own tokens such as +/- or >=)")
     p.add_argument("--report", metavar="FILE", help="documents: write the full conversion report (counts and "
                    "every annotation case) as JSON to FILE instead of printing each case")
 
@@ -59,7 +64,7 @@ def read_documents_corpus(paths: list[str], fmt: str, args: argparse.Namespace) 
     from nerservice.documents import ConvertOptions, parse_label_map, read_document_corpus
 
     options = ConvertOptions(lenient=args.lenient, label_map=parse_label_map(args.label_map),
-                             sentences=args.sentences)
+                             sentences=args.sentences, tokens=args.tokens)
     corpus = read_document_corpus(paths, fmt=fmt, options=options)
     r = corpus.documents_report
     print(f"{' '.join(paths)} ({fmt}): {r.summary()}")

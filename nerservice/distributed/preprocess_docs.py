@@ -13,6 +13,7 @@ of its id), so sentences of one abstract never straddle train and test.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -64,8 +65,7 @@ def _file_error(role: str, path: str, fmt: str, exc: NerServiceError) -> FileRes
 
 def _convert(role: str, path: str, fmt: str, docs: list[Document], options: ConvertOptions,
              ratios: Sequence[float] | None, seed: int) -> FileResult:
-    lenient = ConvertOptions(lenient=True, label_map=options.label_map, sentences=options.sentences,
-                             realign_window=options.realign_window)
+    lenient = replace(options, lenient=True)  # every option but strictness, as given
     rows: list[dict[str, Any]] = []
     try:
         corpus = documents_to_sentences(docs, options=lenient, files=[path])

@@ -39,6 +39,7 @@ class PreprocessRequest:
     unlabeled: list[str] = field(default_factory=list)
     label_map: dict[str, str] = field(default_factory=dict)  # document formats: file label → model label
     sentences: str = "split"  # document formats: "split" (sentence splitter) or "lines"
+    tokens: str = "words"  # document formats: "words" (the tokenizer) or "whitespace" (pre-tokenised text)
 
 
 def run_preprocess(spark: Any, req: PreprocessRequest) -> dict[str, Any]:
@@ -59,7 +60,8 @@ def run_preprocess(spark: Any, req: PreprocessRequest) -> dict[str, Any]:
     roles = {"train": req.train, "dev": req.dev, "test": req.test}
     files: dict[str, list[str]] = {role: hadoopfs.expand(spark, pats) for role, pats in roles.items() if pats}
     parts = []
-    options = ConvertOptions(lenient=True, label_map=req.label_map, sentences=req.sentences)  # type: ignore[arg-type]
+    options = ConvertOptions(lenient=True, label_map=req.label_map, sentences=req.sentences,  # type: ignore[arg-type]
+                             tokens=req.tokens)  # type: ignore[arg-type]
     for role, paths in files.items():
         # binaryFiles: whole files, so format/scheme detection and sentence boundaries see the file.
         files_rdd = sc.binaryFiles(",".join(paths), minPartitions=min(len(paths), sc.defaultParallelism))

@@ -3,7 +3,8 @@
 Per document: (1) each annotation is label-mapped and checked (text, span, passage, fragments, edges);
 (2) overlapping mentions are resolved; (3) each passage is cut into sentences (the file's own sentence
 spans when it has them, e.g. BioC ``<sentence>``; else one sentence per line with ``sentences="lines"``;
-else :func:`~nerservice.text.sentences.split_sentences`) and tokenised; (4) mentions are put on token
+else :func:`~nerservice.text.sentences.split_sentences`) and tokenised (the project's tokenizer, or
+with ``tokens="whitespace"`` the file's own whitespace-separated tokens); (4) mentions are put on token
 boundaries and sentences a mention crosses are merged; (5) tags.  What each check does in strict and
 lenient mode is listed in ``nerservice/documents/report.py``; every case is recorded there.
 """
@@ -19,17 +20,32 @@ from nerservice.documents.model import Annotation, Document, Passage, Span, frag
 from nerservice.documents.report import Case, DocumentCorpus, DocumentReport
 from nerservice.errors import AnnotationError, ConfigError, EmptyCorpusError
 from nerservice.text.sentences import split_sentences
-from nerservice.text.tokenizer import Token, tokenize
+from nerservice.text.tokenizer import Token, tokenize, tokenize_whitespace
 
 SentenceMode = Literal["split", "lines"]
+TokenMode = Literal["words", "whitespace"]
+SENTENCE_MODES: tuple[SentenceMode, ...] = ("split", "lines")
+TOKEN_MODES: tuple[TokenMode, ...] = ("words", "whitespace")
 
 
 @dataclass(frozen=True)
 class ConvertOptions:
     lenient: bool = False
     label_map: Mapping[str, str] = field(default_factory=dict)  # file label → model label ("O" = leave out)
+    # Sentences of passages without spans of their own: "split" = the sentence splitter; "lines" = one
+    # sentence per line (pre-split BRAT text; in PubTator, whose passages are lines, each title and
+    # abstract line is one sentence).
     sentences: SentenceMode = "split"
+    # "words" = the project's tokenizer (what inference uses); "whitespace" = the text is pre-tokenised,
+    # every whitespace-delimited run is a token (a corpus's own multi-character tokens such as "+/-").
+    tokens: TokenMode = "words"
     realign_window: int = 20  # characters searched either side for a mismatching mention's text
+
+    def __post_init__(self) -> None:
+        if self.sentences not in SENTENCE_MODES:
+            raise ConfigError(f"unknown sentence mode {self.sentences!r}", hint=f"use one of {', '.join(SENTENCE_MODES)}")
+        if self.tokens not in TOKEN_MODES:
+            raise ConfigError(f"unknown token mode {self.tokens!r}", hint=f"use one of {', '.join(TOKEN_MODES)}")
 
 
 def parse_label_map(specs: Iterable[str]) -> dict[str, str]:
@@ -146,10 +162,11 @@ class _Converter:
         cuts: set[int] = set()
         for a in anns:
             cuts.update((a.start, a.end))
+        split_words = tokenize_whitespace if self.o.tokens == "whitespace" else tokenize
         sents: list[list[Token]] = []
         for s, e in spans:
             toks = []
-            for t in tokenize(p.text[s - p.offset : e - p.offset], offset=s):
+            for t in split_words(p.text[s - p.offset : e - p.offset], offset=s):
                 toks.extend(self.split_token(doc, t, cuts, anns))
             if toks:
                 sents.append(toks)

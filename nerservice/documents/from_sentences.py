@@ -2,9 +2,14 @@
 spaces, which the tokenizer splits back into the same tokens), and the round-trip benchmark.
 
 ``layout="title-abstract"``: sentence 1 is the title passage, the rest the abstract (PubTator's shape);
-``layout="lines"``: one passage, one sentence per line (pre-split BRAT text).  Every passage records its
-sentence spans, so formats that hold them (BioC, JSON lines) give back exactly the input sentences;
-PubTator cannot hold them and is re-split by the sentence splitter.
+``layout="lines"``: one passage, one sentence per line (pre-split BRAT text);
+``layout="sentence"``: one document per sentence, the sentence its title (the shape of sentence-level
+corpora such as BioCreative II GM), so a format without sentence boundaries (PubTator) still keeps them:
+read it back with ``sentences="lines"`` (each title line is one sentence, not re-split).
+Every passage records its sentence spans, so formats that hold them (BioC, JSON lines) give back exactly
+the input sentences; PubTator cannot hold them: in ``title-abstract`` documents the sentence splitter
+re-splits the abstract.  Tokens are joined by single spaces, so reading with ``tokens="whitespace"`` gives
+back any corpus's tokens; the project's tokenizer gives back those it would produce itself.
 """
 from __future__ import annotations
 
@@ -15,11 +20,14 @@ from nerservice.data.schemes import spans
 from nerservice.data.sentence import Sentence
 from nerservice.documents.model import Annotation, Document, Passage
 
-Layout = Literal["title-abstract", "lines"]
+Layout = Literal["title-abstract", "lines", "sentence"]
 
 
 def sentences_to_documents(sentences: Sequence[Sentence], *, per_document: int = 10,
                            layout: Layout = "title-abstract", id_prefix: str = "doc") -> list[Document]:
+    """Groups of ``per_document`` sentences (1 with ``layout="sentence"``) → documents ``PREFIX000001``..."""
+    if layout == "sentence":
+        per_document, layout = 1, "title-abstract"  # a title without an abstract
     docs = []
     for n, i in enumerate(range(0, len(sentences), per_document), 1):
         docs.append(_document(f"{id_prefix}{n:06d}", sentences[i : i + per_document], layout))

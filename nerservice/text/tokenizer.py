@@ -16,6 +16,12 @@ Whitespace is what ``str.isspace`` says (incl. NBSP, U+2028, U+3000).  A few inv
 (ZWSP, word joiner, BOM) separate tokens like spaces do: as tokens they would only be noise.
 
 Invariant, for any input: ``text[t.start - offset:t.end - offset] == t.text``.
+
+:func:`tokenize_whitespace` is the other choice, for documents whose text is already tokenised (tokens
+joined by spaces, as a token-per-line corpus exported to documents is): every whitespace-delimited run
+is one token, so a corpus's own tokens (``+/-``, ``>=``, ``(R)`` in linnaeus) come back as they were.
+It is a reader option for training/evaluation documents only; raw text at inference always goes
+through :func:`tokenize`.
 """
 from __future__ import annotations
 
@@ -67,3 +73,11 @@ def tokenize(text: str, *, offset: int = 0) -> list[Token]:
     """Split ``text`` into tokens; offsets are shifted by ``offset`` (a sentence's start in its document)."""
     return [Token(m.group(), m.start() + offset, m.end() + offset) for m in _TOKEN_RE.finditer(text)]
 
+
+
+_WHITESPACE_TOKEN_RE = re.compile(r"\S+")  # \s is str.isspace's whitespace for str patterns
+
+
+def tokenize_whitespace(text: str, *, offset: int = 0) -> list[Token]:
+    """Pre-tokenised text: each maximal run of non-whitespace characters is one token."""
+    return [Token(m.group(), m.start() + offset, m.end() + offset) for m in _WHITESPACE_TOKEN_RE.finditer(text)]
