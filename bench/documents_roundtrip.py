@@ -32,30 +32,44 @@ from pathlib import Path
 
 from nerservice.data import read_corpus
 from nerservice.documents import ConvertOptions, documents_to_sentences, read_documents, write_documents
-from nerservice.documents.from_sentences import sentences_to_documents
+from nerservice.documents.from_sentences import EXACT_LAYOUTS, sentences_to_documents
 from nerservice.text.sentences import split_sentences
 from nerservice.text.tokenizer import tokenize
 
-# variant → (format, layout, sentence mode when reading back)
-VARIANTS = {"pubtator": ("pubtator", "title-abstract", "split"), "pubtator-sentence": ("pubtator", "sentence", "lines"),
-            "bioc-xml": ("bioc-xml", "title-abstract", "split"), "bioc-json": ("bioc-json", "title-abstract", "split"),
-            "jsonl": ("jsonl", "title-abstract", "split"), "brat": ("brat", "lines", "lines")}
+# variant → (format, layout, sentence mode when reading back): PubTator re-split, then every format in the
+# layout that keeps its sentence boundaries
+VARIANTS = {"pubtator": ("pubtator", "title-abstract", "split"),
+            **{("pubtator-sentence" if f == "pubtator" else f): (f, *how) for f, how in EXACT_LAYOUTS.items()}}
 
 
 def causes(sentences) -> dict:
-    """Why splitter + tokenizer alone do not give these sentences back from their space-joined text."""
+    """Why splitter + tokenizer alone do not give these sentences back from their space-joined text:
+    tokens the tokenizer splits; sentences the splitter cuts inside (a cut at "digit . digit" is a decimal
+    written "2 . 5" by the corpus's tokenisation); corpus boundaries it does not cut (the sentence has no
+    final . ! ?, e.g. a heading; the next one starts lower-case or with a symbol; else one of its rules)."""
     texts = [" ".join(s.tokens) for s in sentences]
     split_tokens: Counter[str] = Counter()
     for s in sentences:
         for tok in s.tokens:
             if len(tokenize(tok)) != 1:
                 split_tokens[tok] += 1
-    cut_inside = sum(1 for t in texts if len(split_sentences(t)) > 1)
-    not_cut = sum(1 for a, b in zip(texts, texts[1:]) if len(a) not in {e for _, e in split_sentences(f"{a} {b}")})
+    inside: Counter[str] = Counter()
+    for t in texts:
+        cuts = [e for _, e in split_sentences(t)][:-1]
+        if cuts:
+            decimal = any(t[c - 3 : c - 2].isdigit() and t[c + 1 : c + 2].isdigit() for c in cuts if c >= 3)
+            inside["decimal" if decimal else "other"] += 1
+    not_cut: Counter[str] = Counter()
+    for a, b in zip(texts, texts[1:]):
+        if len(a) in {e for _, e in split_sentences(f"{a} {b}")}:
+            continue
+        not_cut["no_final_stop" if a[-1] not in ".!?" else
+                "next_not_upper" if not (b[0].isupper() or b[0].isdigit()) else "rule"] += 1
     return {"tokens_split_differently": sum(split_tokens.values()),
             "sentences_with_such_tokens": sum(1 for s in sentences if any(split_tokens[t] for t in s.tokens)),
-            "top_split_tokens": split_tokens.most_common(12), "sentences_cut_inside": cut_inside,
-            "boundaries": max(0, len(texts) - 1), "boundaries_not_cut": not_cut}
+            "top_split_tokens": split_tokens.most_common(12), "sentences_cut_inside": sum(inside.values()),
+            "cut_inside_at_a_decimal": inside["decimal"], "boundaries": max(0, len(texts) - 1),
+            "boundaries_not_cut": sum(not_cut.values()), **{f"not_cut_{k}": v for k, v in sorted(not_cut.items())}}
 
 
 def streams(sentences, per_document: list[int]):

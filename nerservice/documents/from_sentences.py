@@ -18,9 +18,14 @@ from typing import Literal
 
 from nerservice.data.schemes import spans
 from nerservice.data.sentence import Sentence
+from nerservice.documents.align import SentenceMode
 from nerservice.documents.model import Annotation, Document, Passage
 
 Layout = Literal["title-abstract", "lines", "sentence"]
+# Per format: the layout whose sentence boundaries the format keeps, and the sentence mode reading it back.
+EXACT_LAYOUTS: dict[str, tuple[Layout, SentenceMode]] = {
+    "pubtator": ("sentence", "lines"), "bioc-xml": ("title-abstract", "split"),
+    "bioc-json": ("title-abstract", "split"), "jsonl": ("title-abstract", "split"), "brat": ("lines", "lines")}
 
 
 def sentences_to_documents(sentences: Sequence[Sentence], *, per_document: int = 10,

@@ -115,3 +115,46 @@ def test_sentence_spans_from_the_file_and_one_sentence_per_line() -> None:
     assert len(convert(doc(passages=(Passage(0, text, sentences=((0, 4), (5, 20), (21, 25))),))).sentences) == 3
     assert [s.tokens for s in convert(doc(passages=(Passage(0, text),)), sentences="lines").sentences] == [
         ("One", ".", "Two"), ("three", "four", "."), ("Five",)]
+
+
+PRE = "Mean +/- SD of IL-2 >= 5 ."  # pre-tokenised text: the corpus's own tokens, joined by spaces
+
+
+def test_whitespace_tokens_keep_the_file_tokens_and_the_tokenizer_splits_them() -> None:
+    il2 = ann("1", *at(PRE, "IL-2"), "IL-2", label="Gene")
+    d = doc(il2, passages=(Passage(0, PRE),))
+    own = convert(d, tokens="whitespace").sentences[0]
+    assert own.tokens == ("Mean", "+/-", "SD", "of", "IL-2", ">=", "5", ".")
+    assert own.tags == ("O", "O", "O", "O", "B-Gene", "O", "O", "O")
+    words = convert(d).sentences[0]
+    assert words.tokens[:4] == ("Mean", "+", "/", "-") and words.tags[6:9] == ("B-Gene", "I-Gene", "I-Gene")
+
+
+def test_an_edge_inside_a_whitespace_token_is_strict_error_or_reported_split() -> None:
+    il = ann("1", *at(PRE, "IL"), "IL", label="Gene")  # "IL-2" is one whitespace token
+    d = doc(il, passages=(Passage(0, PRE),))
+    with pytest.raises(AnnotationError, match="token-boundary"):
+        convert(d, tokens="whitespace")
+    c = convert(d, tokens="whitespace", lenient=True)
+    assert c.sentences[0].tokens[4:6] == ("IL", "-2") and c.sentences[0].tags[4:6] == ("B-Gene", "O")
+    assert [(x.kind, x.action) for x in c.documents_report.cases] == [("token-boundary", "tokens-split")]
+    assert c.documents_report.adds_up and c.documents_report.entities == {"Gene": 1}
+
+
+@pytest.mark.parametrize("bad", [{"tokens": "chars"}, {"sentences": "paragraphs"}])
+def test_an_unknown_sentence_or_token_mode_is_a_config_error(bad) -> None:
+    with pytest.raises(ConfigError):
+        ConvertOptions(**bad)
+
+
+def test_pubtator_lines_keep_title_and_abstract_one_sentence_each() -> None:
+    from nerservice.documents.pubtator import parse_pubtator
+
+    title, abstract = "Dose 2 . 5 mg . Fig . 1 shows it", "Abstract Background the von Willebrand factor ."
+    s, e = at(abstract, "von Willebrand", len(title) + 1)
+    (d,) = parse_pubtator(f"9|t|{title}\n9|a|{abstract}\n9\t{s}\t{e}\tvon Willebrand\tDisease\n\n",
+                          source="x.pubtator")
+    assert len(convert(d).sentences) > 2  # the splitter cuts "2 . 5" and ". Fig"
+    got = convert(d, sentences="lines").sentences
+    assert [" ".join(s.tokens) for s in got] == [title, abstract]
+    assert got[1].tags[3:5] == ("B-Disease", "I-Disease")

@@ -1,7 +1,9 @@
 """Property tests: random documents with random annotations (clean, mismatching, overlapping, crossing
 passages, empty, discontinuous) survive write → read unchanged in every format, and turning them into
-sentences (lenient) accounts for every annotation: tagged + excluded + dropped = read, every drop and
-every changed span has a reported case."""
+sentences (lenient, every sentence and token mode) accounts for every annotation: tagged + excluded +
+dropped = read, every drop and every changed span has a reported case.  The document-level identity does
+not depend on the conversion options; ``test_from_sentences.py`` checks IOB2 → documents → IOB2 identity
+under them."""
 from __future__ import annotations
 
 import tempfile
@@ -83,14 +85,18 @@ def test_write_then_read_is_the_identity(case) -> None:
 
 
 @SETTINGS
-@given(documents("bioc-json"), st.booleans())
-def test_nothing_is_dropped_or_changed_without_a_report(doc: Document, leave_out_genes: bool) -> None:
+@given(documents("bioc-json"), st.booleans(), st.sampled_from(["split", "lines"]),
+       st.sampled_from(["words", "whitespace"]))
+def test_nothing_is_dropped_or_changed_without_a_report(doc: Document, leave_out_genes: bool, sentences: str,
+                                                        tokens: str) -> None:
+    """In every sentence mode and token mode (the file's whitespace tokens split at more annotation edges)."""
     label_map = {"SpecificDisease": "Disease", **({"Gene": "O"} if leave_out_genes else {})}
+    options = ConvertOptions(lenient=True, label_map=label_map, sentences=sentences, tokens=tokens)  # type: ignore[arg-type]
     if not "".join(p.text for p in doc.passages).strip():  # nothing to tokenise: a coded error, not a corpus
         with pytest.raises(EmptyCorpusError):
-            documents_to_sentences([doc], options=ConvertOptions(lenient=True, label_map=label_map))
+            documents_to_sentences([doc], options=options)
         return
-    c = documents_to_sentences([doc], options=ConvertOptions(lenient=True, label_map=label_map))
+    c = documents_to_sentences([doc], options=options)
     r = c.documents_report
     assert r.annotations == len(doc.annotations)
     assert r.adds_up

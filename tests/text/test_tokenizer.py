@@ -96,3 +96,23 @@ def test_tokens_are_stable_units(text: str) -> None:
     for t in tokens:
         assert texts(t) == [t]
     assert texts(" ".join(tokens)) == tokens
+
+
+def test_whitespace_tokens_keep_a_corpus_own_multi_character_tokens() -> None:
+    from nerservice.text.tokenizer import tokenize_whitespace
+
+    text = "dose +/- 5 >= 2 (R) <FFFD>"
+    assert [t.text for t in tokenize_whitespace(text, offset=10)] == ["dose", "+/-", "5", ">=", "2", "(R)", "<FFFD>"]
+    assert tokenize_whitespace("a\u00a0b\u3000c")[2] == Token("c", 4, 5)  # NBSP, ideographic space separate
+    assert [t.text for t in tokenize(text)][:4] == ["dose", "+", "/", "-"]  # the tokenizer itself is unchanged
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=60), st.integers(0, 50))
+def test_whitespace_tokens_are_str_split_with_offsets(text: str, offset: int) -> None:
+    """Exactly what ``str.split()`` calls tokens (so ``\\s`` is ``str.isspace``), offsets into the text."""
+    from nerservice.text.tokenizer import tokenize_whitespace
+
+    toks = tokenize_whitespace(text, offset=offset)
+    assert [t.text for t in toks] == text.split()
+    assert all(text[t.start - offset : t.end - offset] == t.text for t in toks)
