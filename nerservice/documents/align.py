@@ -43,7 +43,8 @@ class ConvertOptions:
 
     def __post_init__(self) -> None:
         if self.sentences not in SENTENCE_MODES:
-            raise ConfigError(f"unknown sentence mode {self.sentences!r}", hint=f"use one of {', '.join(SENTENCE_MODES)}")
+            raise ConfigError(f"unknown sentence mode {self.sentences!r}",
+                              hint=f"use one of {', '.join(SENTENCE_MODES)}")
         if self.tokens not in TOKEN_MODES:
             raise ConfigError(f"unknown token mode {self.tokens!r}", hint=f"use one of {', '.join(TOKEN_MODES)}")
 

@@ -130,3 +130,18 @@ def test_lenient_read_writes_every_case_to_the_report(tmp_path: Path, capsys) ->
     assert sorted((c["kind"], c["action"]) for c in r["cases"]) == [("overlap", "dropped"),
                                                                     ("token-boundary", "tokens-split")]
     assert "3 annotations = 2 tagged" in capsys.readouterr().out
+
+
+def test_sentences_and_tokens_options_reach_the_document_reader(tmp_path: Path, capsys) -> None:
+    import argparse
+
+    from nerservice.cli.common import add_corpus_options, read
+
+    f = tmp_path / "c.pubtator"
+    f.write_text("1|t|Dose 2 . 5 mg +/- 1 . Then more\n1\t0\t4\tDose\tChemical\n\n", encoding="utf-8")
+    p = argparse.ArgumentParser()
+    add_corpus_options(p)
+    got = read([str(f)], p.parse_args(["--sentences", "lines", "--tokens", "whitespace"]))
+    assert [s.tokens for s in got.sentences] == [("Dose", "2", ".", "5", "mg", "+/-", "1", ".", "Then", "more")]
+    assert len(read([str(f)], p.parse_args([])).sentences) == 3  # re-split: "2 . 5" and ". Then"; +/- split
+    assert "1 document" in capsys.readouterr().out

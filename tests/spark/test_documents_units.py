@@ -95,3 +95,16 @@ def read_documents_from_text(text: str, tmp_path):
     f = tmp_path / "in.pubtator"
     f.write_text(text, encoding="utf-8")
     return read_documents(f)
+
+
+def test_sentence_and_token_modes_reach_the_executor_conversion() -> None:
+    """The executors convert leniently but keep every other option: ``--sentences lines`` leaves the
+    PubTator title and abstract whole, ``--tokens whitespace`` keeps the file's ``+/-`` token."""
+    data = (b"5|t|Mean +/- SD . Fig . 2 shows it\n5|a|Abstract Background the IL-2 gene\n"
+            b"5\t55\t59\tIL-2\tGene\n\n")
+    res = parse_file("train", "file:/d/p.pubtator", data, options=ConvertOptions(sentences="lines", tokens="whitespace"))
+    assert [r["tokens"] for r in res.rows] == [["Mean", "+/-", "SD", ".", "Fig", ".", "2", "shows", "it"],
+                                              ["Abstract", "Background", "the", "IL-2", "gene"]]
+    assert res.rows[1]["tags"] == ["O", "O", "O", "B-Gene", "O"] and res.report["tagged"] == 1 and not res.rejected
+    default = parse_file("train", "file:/d/p.pubtator", data)  # re-split at ". Fig" and "Fig . 2"; +/- split
+    assert len(default.rows) == 4 and default.rows[0]["tokens"][1:4] == ["+", "/", "-"] and not default.rejected
