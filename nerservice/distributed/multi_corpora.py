@@ -38,7 +38,7 @@ def preprocess_corpora(spark: Any, config: CorporaConfig, *, out: str, overwrite
     for spec in config.corpora:
         req = PreprocessRequest(out=hadoopfs.join(out, spec.name), train=[spec.train], dev=[spec.dev],
                                 test=[spec.test] if spec.test else [], seed=seed, fmt=spec.format,
-                                scheme=spec.scheme, **options)
+                                scheme=spec.scheme, sentences=spec.sentences, tokens=spec.tokens, **options)
         stats[spec.name] = run_preprocess(spark, req)
     # Written last: a folder without it is not a finished multi-corpus preprocess.
     hadoopfs.write_text(spark, hadoopfs.join(out, CORPORA_FILE), json.dumps(config.model_dump(mode="json"), indent=2))

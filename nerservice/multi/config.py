@@ -46,6 +46,9 @@ class CorpusSpec(_Strict):
     format: Literal["auto", "tsv", "conll", "pubtator", "bioc-xml", "bioc-json", "brat", "jsonl"] = "auto"
     scheme: Literal["auto", "iob1", "iob2", "iobes"] = "auto"
     label_map: dict[str, str] = Field(default_factory=dict)
+    # document formats only: sentence and token modes of nerservice.documents.ConvertOptions
+    sentences: Literal["split", "lines"] = "split"
+    tokens: Literal["words", "whitespace"] = "words"
 
     def paths(self) -> dict[str, str]:
         return {k: v for k in SPLITS if (v := getattr(self, k)) is not None}

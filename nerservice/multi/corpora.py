@@ -77,7 +77,8 @@ def _read(path: str, spec: CorpusSpec, lenient: bool) -> list[Sentence]:
 
     doc_fmt = document_format([path], spec.format)
     if doc_fmt is not None:
-        return read_document_corpus(path, fmt=doc_fmt, options=ConvertOptions(lenient=lenient)).sentences
+        options = ConvertOptions(lenient=lenient, sentences=spec.sentences, tokens=spec.tokens)
+        return read_document_corpus(path, fmt=doc_fmt, options=options).sentences
     return read_corpus(path, fmt=spec.format, scheme=spec.scheme, lenient=lenient).sentences  # type: ignore[arg-type]
 
 
