@@ -121,7 +121,7 @@ def test_lenient_read_writes_every_case_to_the_report(tmp_path: Path, capsys) ->
                  "7\t0\t3\tAsp\tDrug\n\n", encoding="utf-8")
     report = tmp_path / "report.jsonl"
     args = argparse.Namespace(fmt="auto", scheme="auto", lenient=True, label_map=["Drug=Chemical"],
-                              sentences="split", report=str(report))
+                              sentences="split", tokens="words", report=str(report))
     corpus = read([str(f)], args)
     assert corpus.sentences[0].tokens[:5] == ("Aspirin", "and", "APC", "2", "helps")
     assert corpus.sentences[0].tags[:4] == ("B-Chemical", "O", "B-Gene", "O")
