@@ -55,6 +55,12 @@ def read(paths: list[str] | str, args: argparse.Namespace) -> Any:
     return corpus
 
 
+def reading_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The corpus options a model's lineage records: the same files read otherwise are other sentences."""
+    return {"format": args.fmt, "scheme": args.scheme, "lenient": args.lenient, "label_map": list(args.label_map),
+            "sentences": args.sentences, "tokens": args.tokens}
+
+
 _REPORTS_STARTED: set[str] = set()
 
 

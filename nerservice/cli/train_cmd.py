@@ -5,7 +5,7 @@ import argparse
 import json
 from typing import Any
 
-from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read
+from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read, reading_options
 
 SHORTHANDS = {  # flag → config key; anything else via --set
     "epochs": "training.epochs", "batch_size": "training.batch_size", "seed": "training.seed",
@@ -109,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     final_run = (lambda req: req.keep == "last") if args.final else (lambda req: True)
     runner = core_runner(
         train_c.sentences, dev_c.sentences, test_c.sentences if test_c else None,
-        sources={"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings},
+        sources={"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings,
+                 "reading": reading_options(args)},  # how the files became sentences (documents: modes, map)
         resume=not args.no_resume, progress=not args.quiet,
         callbacks_for=lambda req: callbacks if final_run(req) else ())  # the store sees the kept model only
     result = run_recipe(runner, config, args.out, final=args.final, seeds=args.seeds)

@@ -99,6 +99,9 @@ def test_pubtator_train_predict_pubtator_round_trip(demo_docs, tmp_path: Path, c
     sets = [x for k, v in TINY_OVERRIDES.items() for x in ("--set", f"{k}={v}")]
     assert main(["train", "--train", str(demo_docs["train"]), "--dev", str(demo_docs["dev"]), "--out",
                  str(tmp_path / "run"), "--quiet", *sets]) == 0
+    lineage = json.loads(next((tmp_path / "run").rglob("lineage.json")).read_text(encoding="utf-8"))
+    assert lineage["corpus_sources"]["reading"] == {"format": "auto", "scheme": "auto", "lenient": False,
+                                                    "label_map": [], "sentences": "split", "tokens": "words"}
     out = tmp_path / "pred.pubtator"
     assert main(["predict", str(tmp_path / "run"), str(demo_docs["test"]), "--format", "pubtator", "--out",
                  str(out)]) == 0
