@@ -109,7 +109,7 @@ class NerConfig(_Strict):
                 if "=" not in item:
                     raise ConfigError(f"override {item!r} is not KEY=VALUE", hint="e.g. training.epochs=5")
                 key, raw = item.split("=", 1)
-                parsed[key.strip()] = _parse_value(raw.strip())
+                parsed[key.strip()] = parse_value(raw.strip())
             overrides = parsed
         data = self.model_dump(mode="json")
         for key, value in overrides.items():
@@ -125,7 +125,7 @@ class NerConfig(_Strict):
         return NerConfig.from_dict(data)
 
 
-def _parse_value(raw: str) -> Any:
+def parse_value(raw: str) -> Any:
     try:
         return json.loads(raw)
     except json.JSONDecodeError:

@@ -91,6 +91,13 @@ class EmptyCorpusError(CorpusError):
     code = "NER203"
 
 
+class CorpusTooLargeError(CorpusError):
+    """Input over one of its bounds (e.g. unlabelled text for distillation: tokens in all, tokens in one
+    sentence). Context: file, line where known, the bound and the setting that raises it."""
+
+    code = "NER204"
+
+
 class DocumentFormatError(CorpusError):
     """A malformed document file (PubTator, BioC, BRAT). Context: file, line (0 when the format has no
     lines to point at), document (its id, when known), reason."""
@@ -174,7 +181,7 @@ ERRORS: dict[str, type[NerServiceError]] = {
     for cls in list[type[NerServiceError]]([
         NerServiceError, ConfigError, CorporaConfigError, MissingSplitError, DuplicateCorpusError,
         EmptyLabelSetError, LabelMapError, CorpusError, CorpusFormatError, CorpusEncodingError, EmptyCorpusError,
-        DocumentFormatError, AnnotationError,
+        CorpusTooLargeError, DocumentFormatError, AnnotationError,
         EmbeddingsError, ModelError, ModelLoadError, StoreError, ModelNotFoundError, IntegrityError,
         InvalidModelRefError, PromotionRefusedError, RequestError, DistributedError,
     ])

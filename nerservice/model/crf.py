@@ -50,7 +50,18 @@ class CRF(keras.layers.Layer):
         last = ops.take_along_axis(tags, ops.expand_dims(ops.maximum(lengths - 1, 0), 1), axis=1)[:, 0]
         gold += ops.take(end, last)
 
-        # log Z by the forward algorithm; a position past the length carries alpha through unchanged.
+        log_z = self.log_partition(emissions, mask)
+        # Empty rows (batch padding for fixed XLA shapes) contribute exactly zero.
+        return ops.where(lengths > 0, gold - log_z, ops.zeros_like(log_z))
+
+    def log_partition(self, emissions: Any, mask: Any) -> Any:
+        """log Z per sentence (B,) by the forward algorithm; a position past the length carries alpha
+        through unchanged.  ``mask``: (B, T) float, 1.0 on real tokens."""
+        trans = ops.convert_to_tensor(self.transitions)
+        start = ops.convert_to_tensor(self.start)
+        end = ops.convert_to_tensor(self.end)
+        t = ops.shape(emissions)[1]
+
         # fori_loop, not scan: Keras' TF scan needs a static time length, and a JAX fori_loop with static
         # bounds (shapes are static under jit) lowers to a differentiable scan.
         def step(i: Any, alpha: Any) -> Any:
@@ -60,9 +71,35 @@ class CRF(keras.layers.Layer):
             return ops.where(ops.expand_dims(m, 1) > 0, nxt, alpha)
 
         alpha = ops.fori_loop(1, t, step, ops.expand_dims(start, 0) + emissions[:, 0])
-        log_z = ops.logsumexp(alpha + ops.expand_dims(end, 0), axis=1)
-        # Empty rows (batch padding for fixed XLA shapes) contribute exactly zero.
-        return ops.where(lengths > 0, gold - log_z, ops.zeros_like(log_z))
+        return ops.logsumexp(alpha + ops.expand_dims(end, 0), axis=1)
+
+    def cross_entropy(self, emissions: Any, unary: Any, pairs: Any, lengths: Any) -> Any:
+        """-sum_y q(y) log p(y | emissions) per sentence (B,), for a target distribution q over tag paths
+        given by its expected counts: ``unary`` (B, T, K) = q's node marginals q(y_t = k) (0 past the
+        length), ``pairs`` (B, K, K) = sum over t of q's pairwise marginals q(y_{t-1} = i, y_t = j).
+
+        Exact for a linear-chain CRF, because log p(y) is linear in those counts:
+        log p(y) = sum_t E[t, y_t] + sum_t A[y_{t-1}, y_t] + start[y_0] + end[y_last] - log Z, so its
+        expectation under q only needs q's marginals.  A one-hot q (a gold path) gives the NLL; a teacher
+        CRF's posteriors give sequence-level knowledge distillation (``nerservice/distil``)."""
+        emissions = ops.cast(emissions, "float32")
+        unary = ops.cast(unary, "float32")
+        pairs = ops.cast(pairs, "float32")
+        lengths = ops.cast(lengths, "int32")
+        t = ops.shape(emissions)[1]
+        mask = ops.cast(sequence_mask(lengths, t), "float32")
+        unary = unary * ops.expand_dims(mask, 2)
+        trans = ops.convert_to_tensor(self.transitions)
+        start = ops.convert_to_tensor(self.start)
+        end = ops.convert_to_tensor(self.end)
+        expected = ops.sum(unary * emissions, axis=(1, 2))
+        expected += ops.sum(pairs * ops.expand_dims(trans, 0), axis=(1, 2))
+        expected += ops.sum(unary[:, 0] * ops.expand_dims(start, 0), axis=1)
+        last = ops.maximum(lengths - 1, 0)
+        last_unary = ops.squeeze(ops.take_along_axis(unary, ops.reshape(last, (-1, 1, 1)), axis=1), 1)
+        expected += ops.sum(last_unary * ops.expand_dims(end, 0), axis=1)
+        log_z = self.log_partition(emissions, mask)
+        return ops.where(lengths > 0, log_z - expected, ops.zeros_like(log_z))
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "n_tags": self.n_tags}

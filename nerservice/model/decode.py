@@ -60,12 +60,13 @@ def viterbi(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> list[
     return paths
 
 
-def marginals(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> np.ndarray:
-    """p(y_t = k | x) for every position, (B, T, K); rows past the length are zero."""
+def forward_backward(emissions: np.ndarray, lengths: np.ndarray,
+                     crf: CrfParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Log forward and backward scores (B, T, K) and log Z (B,), float64.  Past a sentence's length the
+    values are meaningless: callers mask them."""
     b, t, k = emissions.shape
     em = emissions.astype(np.float64)
     tr = crf.transitions.astype(np.float64)
-    live = np.arange(t)[None, :] < lengths[:, None]  # (B, T)
     alpha = np.zeros((b, t, k))
     alpha[:, 0] = crf.start[None] + em[:, 0]
     for i in range(1, t):
@@ -78,9 +79,36 @@ def marginals(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> np.
         # Positions at the sentence's end keep the end scores set above; padding positions are masked later.
         beta[:, i] = np.where((i < last)[:, None], nxt, beta[:, i])
     log_z = _logsumexp(alpha[np.arange(b), last] + crf.end[None], axis=1)
+    return alpha, beta, log_z
+
+
+def marginals(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> np.ndarray:
+    """p(y_t = k | x) for every position, (B, T, K); rows past the length are zero."""
+    t = emissions.shape[1]
+    alpha, beta, log_z = forward_backward(emissions, lengths, crf)
+    live = np.arange(t)[None, :] < lengths[:, None]  # (B, T)
     # Padding positions are set to -inf before exp: alpha keeps growing there and would overflow.
     log_post = np.where(live[:, :, None], alpha + beta - log_z[:, None, None], -np.inf)
     return np.exp(log_post)
+
+
+def expected_counts(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> tuple[np.ndarray, np.ndarray]:
+    """The CRF's posterior node marginals (B, T, K) (zero past the length) and its pairwise marginals
+    p(y_{t-1} = i, y_t = j | x) summed over t (B, K, K): the expected transition counts.  Together they
+    are all a linear-chain CRF's cross-entropy against this distribution needs (``CRF.cross_entropy``)."""
+    b, t, k = emissions.shape
+    alpha, beta, log_z = forward_backward(emissions, lengths, crf)
+    live = np.arange(t)[None, :] < lengths[:, None]
+    node = np.exp(np.where(live[:, :, None], alpha + beta - log_z[:, None, None], -np.inf))
+    em = emissions.astype(np.float64)
+    tr = crf.transitions.astype(np.float64)
+    pairs = np.zeros((b, k, k))
+    for i in range(1, t):
+        # log xi(i-1 -> i) = alpha[i-1, from] + A[from, to] + E[i, to] + beta[i, to] - log Z
+        log_xi = (alpha[:, i - 1][:, :, None] + tr[None] + (em[:, i] + beta[:, i])[:, None, :]
+                  - log_z[:, None, None])
+        pairs += np.exp(np.where(live[:, i][:, None, None], log_xi, -np.inf))
+    return node, pairs
 
 
 def path_log_score(emissions: np.ndarray, tags: np.ndarray, crf: CrfParams) -> float:

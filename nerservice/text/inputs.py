@@ -9,6 +9,10 @@ is int32; the value is its rank (``None`` for every dimension in a TensorFlow si
   word_chars (U, C)  char ids of the *distinct* words of the batch, row 0 = the empty padding word
   word_index (B, T)  row of ``word_chars`` for each token (0 at padding)
   tag_ids    (B, T)  gold tags (training only), 0 at padding
+
+A distillation student's training batches also carry its teacher's targets (float32, not int32;
+``nerservice/distil``): teacher_unary (B, T, K) posterior tag marginals, 0 at padding; teacher_pairs
+(B, K, K) pairwise marginals summed over positions (expected transition counts).
 """
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ INPUT_NAMES: tuple[str, ...] = tuple(INPUT_RANKS)
 TAG_IDS = "tag_ids"
 TRAIN_RANKS: Mapping[str, int] = {**INPUT_RANKS, TAG_IDS: 2}
 TRAIN_NAMES: tuple[str, ...] = tuple(TRAIN_RANKS)
+TEACHER_UNARY, TEACHER_PAIRS = "teacher_unary", "teacher_pairs"
+TEACHER_RANKS: Mapping[str, int] = {TEACHER_UNARY: 3, TEACHER_PAIRS: 3}
 
 V = TypeVar("V")
 

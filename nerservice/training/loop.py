@@ -24,6 +24,7 @@ from nerservice.training.averaging import WeightAverager
 from nerservice.training.steps import TrainStep
 
 EpochCallback = Callable[[dict[str, Any], bool], None]  # (epoch record, is_best)
+ExtraBatch = Callable[[np.ndarray, dict[str, np.ndarray]], dict[str, np.ndarray]]  # (rows, batch) -> arrays
 
 
 @dataclass
@@ -82,15 +83,17 @@ class EpochLoop:
     every worker (every worker computes it, or rank 0 computes it and the runner broadcasts it).
     ``plan_fn(epoch)``: that epoch's global batches instead of ``epoch_plan`` (multi-corpus training batches
     corpus by corpus).  A loop runs once; a second phase (e.g. a final run on train+dev) is a second
-    ``EpochLoop``."""
+    ``EpochLoop``.  ``extra_batch(rows, batch)``: more arrays for the batch of training sentences ``rows``
+    (indices into ``train``), padded to the batch's shape (a distillation student's teacher targets)."""
 
     def __init__(self, step: TrainStep, vocabs: Vocabularies, config: NerConfig, train: Sequence[Sentence], *,
                  evaluate: Callable[[], dict[str, Any]], state: LoopState | None = None, rank: int = 0,
                  world: int = 1, progress: bool = True, shape_policy: ShapePolicy | None = None,
                  on_checkpoint: Callable[[], None] | None = None,
-                 plan_fn: Callable[[int], list[np.ndarray]] | None = None) -> None:
+                 plan_fn: Callable[[int], list[np.ndarray]] | None = None,
+                 extra_batch: ExtraBatch | None = None) -> None:
         self.step, self.vocabs, self.config, self.train = step, vocabs, config, train
-        self.plan_fn = plan_fn
+        self.plan_fn, self.extra_batch = plan_fn, extra_batch
         self.evaluate, self.on_checkpoint = evaluate, on_checkpoint
         self.state = state or LoopState()
         self.rank, self.world, self.progress = rank, world, progress
@@ -124,7 +127,10 @@ class EpochLoop:
             losses = []
             t0 = time.perf_counter()
             for global_idx in plan:
-                batch: dict[str, Any] = encoded.batch(global_idx[part::parts], policy)
+                rows = global_idx[part::parts]
+                batch: dict[str, Any] = encoded.batch(rows, policy)
+                if self.extra_batch is not None:
+                    batch.update(self.extra_batch(rows, batch))
                 batch.update(replica_rows(global_idx, part, parts, encoded.lengths, policy,
                                           n_rows=batch["lengths"].shape[0]))
                 loss = step(batch, len(global_idx))

@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from nerservice.errors import ConfigError
-from nerservice.text.inputs import TAG_IDS
+from nerservice.text.inputs import TAG_IDS, TEACHER_RANKS
 
 #: Batch arrays sharded along axis 0; everything else the step receives is replicated.
-SHARDED_KEYS = frozenset({"token_ids", "lengths", "word_index", TAG_IDS})  # word_chars: rows of distinct words
+SHARDED_KEYS = frozenset({"token_ids", "lengths", "word_index", TAG_IDS, *TEACHER_RANKS})  # word_chars: rows of distinct words
 
 
 def use_data_parallel(devices: int | None = None) -> Any:

@@ -32,6 +32,12 @@ ROW_RANKS = {"row_ids": 1, "rows_total": 0, "time_total": 0}
 ROW_KEYS = tuple(ROW_RANKS)
 
 
+def loss_inputs(model: NerTagger) -> dict[str, int]:
+    """Float32 arrays the model's training loss reads besides ``TRAIN_KEYS`` (name -> rank): none for a
+    tagger trained on gold tags; a distillation student's teacher targets (``nerservice/distil/student.py``)."""
+    return dict(getattr(model, "LOSS_INPUTS", {}))
+
+
 class TrainStep(Protocol):
     model: NerTagger
     # True when every worker passes the whole global batch (the step keeps its own rows); False when each
@@ -80,6 +86,8 @@ class TensorFlowStep:
         from nerservice.backend import tf_signature
 
         spec = tf_signature({**TRAIN_RANKS, **ROW_RANKS})
+        self._loss_keys = tuple(loss_inputs(model))
+        spec.update({k: tf.TensorSpec((None,) * r, tf.float32) for k, r in loss_inputs(model).items()})
         n_replicas = strategy.num_replicas_in_sync if strategy is not None else 1
 
         def replica_step(batch: dict[str, Any], n_global: Any) -> Any:
@@ -115,7 +123,7 @@ class TensorFlowStep:
         return self._optimizer
 
     def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> Any:
-        inputs: dict[str, np.ndarray | np.int32] = {k: batch[k] for k in TRAIN_KEYS}
+        inputs: dict[str, np.ndarray | np.int32] = {k: batch[k] for k in (*TRAIN_KEYS, *self._loss_keys)}
         if "row_ids" in batch:
             inputs.update({k: batch[k] for k in ROW_KEYS})
         else:  # a batch that is its own global batch
@@ -145,6 +153,7 @@ class JaxStep:
         self.global_batch = bool(self._placement is not None and self._placement.global_batch)
         self._optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
         self._optimizer.build(model.trainable_variables)
+        self._keys = (*TRAIN_KEYS, *loss_inputs(model))
         tv_vars, ntv_vars = model.trainable_variables, model.non_trainable_variables
 
         def loss_fn(tv: Any, ntv: Any, batch: Any, n_global: Any) -> Any:
@@ -184,7 +193,7 @@ class JaxStep:
         return self._optimizer
 
     def __call__(self, batch: dict[str, np.ndarray], n_global: int) -> Any:
-        inputs = {k: batch[k] for k in TRAIN_KEYS}
+        inputs = {k: batch[k] for k in self._keys}
         if self._placement is not None:
             inputs = self._placement.batch(inputs)
         loss, self._tv, self._ntv, self._ov = self._step(self._tv, self._ntv, self._ov, inputs,

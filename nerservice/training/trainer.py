@@ -5,6 +5,7 @@ Writes a run folder: ``OUT/model-best``, ``OUT/model-last``, ``OUT/checkpoint`` 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,17 @@ class TrainCallback(Protocol):
     def on_epoch(self, record: dict[str, Any], is_best: bool) -> None: ...
 
     def on_end(self, outcome: "TrainOutcome") -> None: ...
+
+
+class Distillation(Protocol):
+    """What ``train()`` needs to train a distillation student (``nerservice/distil/run.py``): the teacher's
+    tag set (the student's, column for column), the student class, the batch targets, the lineage record."""
+
+    tags: TagVocabulary
+    tagger_cls: type[Any]
+    record: dict[str, Any]
+
+    def batch(self, rows: np.ndarray, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
 
 @dataclass
@@ -111,6 +123,7 @@ def train(
     keep: Literal["best", "last"] = "best",
     recipe: dict[str, Any] | None = None,
     dev_gather: Any = None,
+    distillation: Distillation | None = None,
 ) -> TrainOutcome:
     """Train and save.  ``keep="last"`` (the final-model recipe's phase 2, ``training/recipes.py``): no
     model is selected on dev (dev is then training data): model-last is the result, evaluated on test, and
@@ -120,7 +133,8 @@ def train(
     every global batch; only rank 0 writes models and checkpoints (``out_dir`` must be shared storage) and
     calls callbacks. Every worker evaluates dev itself (weights are identical) so early stopping agrees; with
     ``dev_gather`` (an all-gather of strings across the workers, ``training.sharded_eval``) each decodes only
-    its share of dev and all score the reassembled set.
+    its share of dev and all score the reassembled set.  ``distillation``: train a student on a teacher's
+    targets (one per ``train_data`` sentence, in order) instead of the gold tags (``nerservice/distil``).
 
     spaCy's shape: the ``EpochLoop`` yields ``(record, is_best)``, the ``Checkpointer`` writes, and test is
     evaluated once, here, on the saved model-best."""
@@ -136,11 +150,14 @@ def train(
     out = Path(out_dir)
     others = list(dev_data) + list(test_data or [])
     vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_data, others, embeddings, progress=progress)
+    if distillation is not None:
+        vocabs = dataclasses.replace(vocabs, tags=distillation.tags)
     chief = rank == 0
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
     with scope:
         model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
-                             n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed)
+                             n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed,
+                             cls=distillation.tagger_cls if distillation is not None else None)
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
@@ -149,7 +166,8 @@ def train(
         corpora["test"] = list(test_data)
     lineage = build_lineage(corpora=corpora, config_hash=config.fingerprint(), sources=sources or {},
                             backend=backend.current(),
-                            extra={"vocab": vocab_stats, **({"recipe": recipe} if recipe else {})})
+                            extra={"vocab": vocab_stats, **({"recipe": recipe} if recipe else {}),
+                                   **({"distillation": distillation.record} if distillation is not None else {})})
     out.mkdir(parents=True, exist_ok=True)
     checkpointer = Checkpointer(out, vocabs=vocabs, config=config, lineage=lineage, enabled=chief, keep=keep)
 
@@ -166,7 +184,8 @@ def train(
 
     loop = EpochLoop(step, vocabs, config, train_data, evaluate=evaluate,
                      state=state, progress=progress and chief, rank=rank, world=world,
-                     on_checkpoint=lambda: checkpointer.save_checkpoint(model, step.optimizer, loop.state))
+                     on_checkpoint=lambda: checkpointer.save_checkpoint(model, step.optimizer, loop.state),
+                     extra_batch=distillation.batch if distillation is not None else None)
     for record, is_best in loop:
         checkpointer.save_epoch(model, loop.state, loop.last_dev, is_best=is_best)
         if chief:

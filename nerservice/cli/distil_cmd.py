@@ -1,0 +1,93 @@
+"""nerservice distil"""
+from __future__ import annotations
+
+import argparse
+import json
+from nerservice.cli.common import add_corpus_options, print_scores, read
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "distil", help="train one model on a teacher's (an ensemble's) CRF scores: ensemble accuracy, one model's cost",
+        description="Distil a teacher (an ensemble folder, a model folder or a store reference) into one student "
+        "model: the student's CRF is trained to match the teacher's distribution over tag paths (exact "
+        "sequence-level distillation: the teacher's node and pairwise marginals) on the labelled --train text "
+        "and on --unlabelled text (token-per-line files; IOB files' tags are ignored). Writes a normal run "
+        "folder (OUT/model-best or OUT/model-last, OUT/checkpoint: a rerun resumes); the student's "
+        "lineage.json records the teacher and the data. Settings: --set distil.gold_weight=W (mix the gold "
+        "path into labelled sentences' targets), distil.temperature, distil.max_unlabelled_tokens, "
+        "distil.max_sentence_tokens; any other --set is the student's config (default: the teacher's).")
+    p.add_argument("--teacher", required=True, help="teacher: ensemble folder, model folder, run folder or store ref")
+    p.add_argument("--train", nargs="+", required=True, help="labelled corpus file(s) of the teacher's tag set")
+    p.add_argument("--dev", nargs="+", required=True, help="labelled corpus file(s) evaluated each epoch (early "
+                   "stopping and model-best with --keep best)")
+    p.add_argument("--test", nargs="+", help="test corpus file(s): the student and the teacher are evaluated")
+    p.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE", help="unlabelled text, one token per "
+                   "line, blank lines between sentences (e.g. other corpora's train/devel files: tags ignored)")
+    p.add_argument("--keep", choices=["best", "last"], default="best", help="best: model-best by dev F1 (dev held "
+                   "out); last: exactly training.epochs epochs, model-last (when dev is also the teacher's "
+                   "training data, its F1 is a training-set figure and must not select)")
+    p.add_argument("--embeddings", action="append", help="as for train; default: the student config's")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--config", help="student config JSON (default: the teacher's config)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="student config override (e.g. training.epochs=25) or distil.KEY=VALUE (repeatable)")
+    p.add_argument("--no-resume", action="store_true", help="start fresh even if OUT/checkpoint exists")
+    p.add_argument("--register", metavar="NAME", help="register the student in the model store under NAME")
+    p.add_argument("--json", action="store_true", help="print the final metrics as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_corpus_options(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from nerservice.config import NerConfig
+    from nerservice.data.unlabelled import read_unlabelled
+    from nerservice.distil.config import DistilConfig, split_overrides
+    from nerservice.distil.run import distil, load_teacher
+    from nerservice.cli.train_cmd import store_callbacks
+    from nerservice.embeddings import resolve_sources
+
+    teacher = load_teacher(args.teacher)
+    ner_sets, distil_sets = split_overrides(list(args.set))
+    dconfig = DistilConfig().with_overrides(distil_sets)
+    config = NerConfig.load(args.config) if args.config else teacher.loaded.config
+    config = config.with_overrides(ner_sets) if ner_sets else config
+    sources = resolve_sources(config.model.embeddings, args.embeddings)
+    if sources != config.model.embeddings:
+        config = config.with_overrides({"model.embeddings": sources})
+    train_c, dev_c = read(args.train, args), read(args.dev, args)
+    test_c = read(args.test, args) if args.test else None
+    unlabelled = (read_unlabelled(args.unlabelled, max_tokens=dconfig.max_unlabelled_tokens,
+                                  max_sentence_tokens=dconfig.max_sentence_tokens,
+                                  max_tokens_setting="distil.max_unlabelled_tokens",
+                                  max_sentence_setting="distil.max_sentence_tokens") if args.unlabelled else None)
+    print(f"teacher: {teacher.info['kind']} of {teacher.info['members']} model(s), tags {teacher.info['tags']}")
+    print(f"labelled: {len(train_c.sentences)} sentences; dev {len(dev_c.sentences)}"
+          + (f"; unlabelled {len(unlabelled.sentences)} sentences, {unlabelled.tokens} tokens from "
+             f"{len(unlabelled.files)} file(s)" if unlabelled else ""))
+    callbacks = store_callbacks(args, config)
+    result = distil(config, dconfig, teacher=teacher, train_data=train_c.sentences, dev_data=dev_c.sentences,
+                    test_data=test_c.sentences if test_c else None, unlabelled=unlabelled, out_dir=args.out,
+                    sources={"teacher": args.teacher, "train": args.train, "dev": args.dev, "test": args.test,
+                             "unlabelled": args.unlabelled, "embeddings": config.model.embeddings},
+                    callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet, keep=args.keep)
+    o = result.outcome
+    if args.json:
+        print(json.dumps({"dev": o.dev, "test": o.test, "teacher_test": result.teacher_test,
+                          "best_epoch": o.best_epoch, "model_dir": str(o.best_dir),
+                          "minutes": round(o.seconds / 60, 2), "targets_seconds": round(result.targets_seconds, 2)},
+                         indent=2))
+        return 0
+    print(f"\nstopped: {o.stopped_reason}; kept epoch {o.best_epoch}; {o.seconds / 60:.1f} min "
+          f"(+ {result.targets_seconds:.0f} s for the teacher's targets)")
+    if args.keep == "last":
+        print("(--keep last: no selection on dev; if dev is the teacher's training data its F1 is a training-set figure)")
+    print_scores("dev (student)", o.dev)
+    if o.test:
+        print_scores("test (student)", o.test)
+    if result.teacher_test:
+        print_scores(f"test (teacher, {teacher.info['members']} model(s))", result.teacher_test)
+    print(f"\nmodel: {o.best_dir}")
+    return 0
+

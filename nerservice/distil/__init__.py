@@ -1,0 +1,10 @@
+"""Distillation: one student model trained on a teacher's (an ensemble's) CRF distribution over all the text
+you have — labelled corpora and unlabelled text alike — so users get ensemble accuracy at one model's cost.
+
+    config.py    DistilConfig: the gold-tag weight, temperature and input bounds (saved in the lineage)
+    targets.py   the teacher's exact posteriors (node and pairwise marginals), precomputed in NumPy
+    student.py   the student tagger: a NerTagger whose training loss is the cross-entropy against them
+    run.py       ``distil()``: teacher + corpora -> a normal model folder (through ``training.trainer.train``)
+
+The loss is sequence-level knowledge distillation, exact for linear-chain CRFs (``CRF.cross_entropy``).
+"""

@@ -1,0 +1,56 @@
+"""Distillation settings (``nerservice distil --set distil.KEY=VALUE``), recorded in the student's lineage.
+
+The student's network and training settings are an ordinary ``NerConfig`` (saved as its config.json); these
+are the settings of the distillation itself.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from nerservice.config import parse_value
+from nerservice.errors import ConfigError
+
+PREFIX = "distil."
+
+
+class DistilConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    # On labelled sentences the target is gold_weight x the gold path + (1 - gold_weight) x the teacher's
+    # distribution (one loss: cross-entropy is linear in the target).  0 = the teacher alone, everywhere.
+    # Not yet chosen on dev: bench/gpu/distil_gpu.py --gold-weights measures it (BENCHMARKS.md).
+    gold_weight: float = Field(0.0, ge=0.0, le=1.0)
+    # The teacher's scores are divided by this before its posteriors are taken: > 1 softens them.
+    temperature: float = Field(1.0, gt=0.0)
+    # Bounds on unlabelled input (nerservice/data/unlabelled.py): tokens in all, tokens in one sentence.
+    max_unlabelled_tokens: int = Field(5_000_000, ge=1)
+    max_sentence_tokens: int = Field(1000, ge=1)
+    # Teacher forward passes run over this many sentences at a time (bounds the memory of its emissions).
+    teacher_chunk: int = Field(4096, ge=1)
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "DistilConfig":
+        unknown = sorted(set(overrides) - set(type(self).model_fields))
+        if unknown:
+            raise ConfigError(f"unknown distillation setting(s) {', '.join(PREFIX + k for k in unknown)}",
+                              hint=f"known: {sorted(PREFIX + k for k in type(self).model_fields)}")
+        try:
+            return type(self).model_validate({**self.model_dump(), **overrides})
+        except ValidationError as exc:
+            raise ConfigError("invalid distillation setting: " + "; ".join(
+                f"{PREFIX}{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())) from None
+
+
+def split_overrides(items: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """``--set`` items -> (NerConfig overrides, DistilConfig overrides keyed without the prefix)."""
+    rest, mine = [], {}
+    for item in items:
+        if item.startswith(PREFIX):
+            if "=" not in item:
+                raise ConfigError(f"override {item!r} is not KEY=VALUE", hint="e.g. distil.gold_weight=0.5")
+            key, raw = item.split("=", 1)
+            mine[key[len(PREFIX):].strip()] = parse_value(raw.strip())
+        else:
+            rest.append(item)
+    return rest, mine

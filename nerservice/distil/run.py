@@ -1,0 +1,139 @@
+"""``distil()``: a teacher model (an ensemble, or any single-head model) + labelled corpora + unlabelled text
+-> one student model folder, written by the ordinary trainer (``training.trainer.train``).
+
+1. The teacher is resolved (folder, run folder or store reference) and loaded; multi-corpus models are
+   refused (a student of one head's tags would need that head's columns only: not built).
+2. Every training sentence — labelled first, then unlabelled text in file order — gets the teacher's
+   targets (``targets.py``); labelled ones may mix in their gold path (``DistilConfig.gold_weight``).
+3. The student is trained like any model (same vocabulary building from *all* its training text, same
+   pretrained vectors, epochs, early stopping or fixed epochs, checkpoints and resume), with the teacher's
+   tag set in the teacher's column order and the cross-entropy loss (``student.py``).
+4. Its lineage.json has ``distillation``: the teacher (reference, folder, version, members), the labelled
+   and unlabelled data (files, counts, fingerprints) and the distillation settings.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from nerservice.config import NerConfig
+from nerservice.data import Sentence
+from nerservice.data.unlabelled import UnlabelledText
+from nerservice.distil.config import DistilConfig
+from nerservice.distil.student import StudentTagger
+from nerservice.distil.targets import TeacherTargets, build_targets
+from nerservice.errors import ConfigError, ModelLoadError
+from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary
+from nerservice.training.trainer import TrainCallback, TrainOutcome
+
+
+@dataclass
+class DistilPlan:
+    """The ``training.trainer.Distillation`` that ``train()`` takes."""
+
+    tags: TagVocabulary
+    targets: TeacherTargets
+    record: dict[str, Any]
+    tagger_cls: type[Any] = StudentTagger
+
+    def batch(self, rows: np.ndarray, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self.targets.batch(rows, batch)
+
+
+@dataclass
+class DistilOutcome:
+    outcome: TrainOutcome  # the student's training run
+    teacher: dict[str, Any]  # what the lineage records of the teacher
+    teacher_test: dict[str, Any] | None  # the teacher's own test metrics, for comparison
+    targets_seconds: float
+
+
+@dataclass
+class Teacher:
+    loaded: Any  # a LoadedArtifact (LoadedModel, LoadedEnsemble, LoadedOnnx)
+    info: dict[str, Any]
+
+    @property
+    def tags(self) -> TagVocabulary:
+        tags = self.loaded.vocabs.tags
+        assert isinstance(tags, TagVocabulary)
+        return tags
+
+
+def load_teacher(ref: str) -> Teacher:
+    from nerservice.artifacts.ensemble_folder import is_ensemble_dir
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.resolve import resolve
+
+    resolved = resolve(ref)
+    loaded = load_model(resolved.path)
+    if isinstance(loaded.vocabs.tags, MultiTagVocabulary):
+        raise ModelLoadError(f"{ref}: a multi-corpus model cannot be a teacher (yet)", path=str(resolved.path),
+                             hint="distil from single-corpus models or an ensemble of them")
+    members = len(getattr(loaded, "members", [])) or 1
+    info = {"ref": ref, "path": str(Path(resolved.path).resolve()), "name": resolved.name,
+            "version": resolved.version, "kind": "ensemble" if is_ensemble_dir(resolved.path) else "model",
+            "members": members, "tags": loaded.vocabs.tags.tags}
+    return Teacher(loaded, info)
+
+
+def check_tags(tags: TagVocabulary, corpora: dict[str, Sequence[Sentence]]) -> None:
+    known = set(tags.tags)
+    for name, sentences in corpora.items():
+        extra = sorted({t for s in sentences for t in s.tags} - known)
+        if extra:
+            raise ConfigError(f"{name} has tags {extra} the teacher does not know; the teacher's are {tags.tags}",
+                              hint="distil on corpora of the teacher's tag set")
+
+
+def unlabelled_sentences(text: UnlabelledText) -> list[Sentence]:
+    """Training sentences for the trainer: the tags are placeholders, never read (the targets replace them)."""
+    return [Sentence(toks, ("O",) * len(toks), file=f, line=line) for toks, (f, line) in zip(text.sentences, text.where)]
+
+
+def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, train_data: Sequence[Sentence],
+           dev_data: Sequence[Sentence], test_data: Sequence[Sentence] | None = None,
+           unlabelled: UnlabelledText | None = None, out_dir: str | Path, sources: dict[str, Any] | None = None,
+           callbacks: Sequence[TrainCallback] = (), resume: bool = True, progress: bool = True,
+           keep: Literal["best", "last"] = "best") -> DistilOutcome:
+    from nerservice.lineage import corpus_fingerprint
+    from nerservice.metrics import evaluate_predictor
+    from nerservice.training.trainer import train
+
+    tags = teacher.tags
+    check_tags(tags, {"train": train_data, "dev": dev_data, **({"test": test_data} if test_data else {})})
+    extra = unlabelled_sentences(unlabelled) if unlabelled is not None else []
+    sentences = [*train_data, *extra]
+    gold: list[np.ndarray | None] = [np.array([tags.id(t) for t in s.tags], dtype=np.int64) for s in train_data]
+    gold += [None] * len(extra)
+    predictor = teacher.loaded.predictor(batch_size=config.training.eval_batch_size)
+    t0 = time.perf_counter()
+    targets, _ = build_targets(predictor, [s.tokens for s in sentences], temperature=distil_config.temperature,
+                               gold=gold, gold_weight=distil_config.gold_weight, chunk=distil_config.teacher_chunk,
+                               batch_size=config.training.eval_batch_size)
+    targets_seconds = time.perf_counter() - t0
+    if progress:
+        print(f"teacher targets for {len(sentences)} sentences ({targets.unary.shape[0]} tokens) in "
+              f"{targets_seconds:.1f} s", flush=True)
+    record = {
+        "teacher": teacher.info,
+        "labelled": {"sentences": len(train_data), "tokens": sum(len(s.tokens) for s in train_data),
+                     "fingerprint": corpus_fingerprint(train_data)},
+        "unlabelled": ({"files": unlabelled.files, "sentences": len(extra), "tokens": unlabelled.tokens,
+                        "fingerprint": corpus_fingerprint(extra)} if unlabelled is not None else None),
+        "settings": distil_config.model_dump(mode="json"),
+        "loss": "cross-entropy of the student's CRF against the teacher's CRF distribution (exact marginals)",
+        "targets_seconds": round(targets_seconds, 2),
+    }
+    plan = DistilPlan(tags=tags, targets=targets, record=record)
+    outcome = train(config, train_data=sentences, dev_data=dev_data, test_data=test_data,
+                    embeddings=config.model.embeddings, out_dir=out_dir, sources=sources, callbacks=callbacks,
+                    resume=resume, progress=progress, keep=keep, distillation=plan)
+    teacher_test = evaluate_predictor(predictor, test_data) if test_data else None
+    return DistilOutcome(outcome=outcome, teacher=teacher.info, teacher_test=teacher_test,
+                         targets_seconds=targets_seconds)
