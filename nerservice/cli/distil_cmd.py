@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+
 from nerservice.cli.common import add_corpus_options, print_scores, read
 
 
@@ -41,11 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from nerservice.cli.train_cmd import store_callbacks
     from nerservice.config import NerConfig
     from nerservice.data.unlabelled import read_unlabelled
     from nerservice.distil.config import DistilConfig, split_overrides
     from nerservice.distil.run import distil, load_teacher
-    from nerservice.cli.train_cmd import store_callbacks
     from nerservice.embeddings import resolve_sources
 
     teacher = load_teacher(args.teacher)
@@ -82,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nstopped: {o.stopped_reason}; kept epoch {o.best_epoch}; {o.seconds / 60:.1f} min "
           f"(+ {result.targets_seconds:.0f} s for the teacher's targets)")
     if args.keep == "last":
-        print("(--keep last: no selection on dev; if dev is the teacher's training data its F1 is a training-set figure)")
+        print("(--keep last: no selection on dev; if dev is the teacher's training data, its F1 is a "
+              "training-set figure)")
     print_scores("dev (student)", o.dev)
     if o.test:
         print_scores("test (student)", o.test)

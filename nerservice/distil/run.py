@@ -93,7 +93,8 @@ def check_tags(tags: TagVocabulary, corpora: dict[str, Sequence[Sentence]]) -> N
 
 def unlabelled_sentences(text: UnlabelledText) -> list[Sentence]:
     """Training sentences for the trainer: the tags are placeholders, never read (the targets replace them)."""
-    return [Sentence(toks, ("O",) * len(toks), file=f, line=line) for toks, (f, line) in zip(text.sentences, text.where)]
+    return [Sentence(toks, ("O",) * len(toks), file=f, line=line)
+            for toks, (f, line) in zip(text.sentences, text.where)]
 
 
 def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, train_data: Sequence[Sentence],

@@ -18,8 +18,9 @@ from typing import Any
 from nerservice.errors import ConfigError
 from nerservice.text.inputs import TAG_IDS, TEACHER_RANKS
 
-#: Batch arrays sharded along axis 0; everything else the step receives is replicated.
-SHARDED_KEYS = frozenset({"token_ids", "lengths", "word_index", TAG_IDS, *TEACHER_RANKS})  # word_chars: rows of distinct words
+#: Batch arrays sharded along axis 0; everything else the step receives is replicated (word_chars: rows of
+#: distinct words).  A distillation student's teacher targets are per sentence too.
+SHARDED_KEYS = frozenset({"token_ids", "lengths", "word_index", TAG_IDS, *TEACHER_RANKS})
 
 
 def use_data_parallel(devices: int | None = None) -> Any:

@@ -1,0 +1,221 @@
+"""Ensemble -> one model by distillation (issue 14, item 2), on the GPU: student vs teacher vs members.
+
+1. Teachers: ``--teachers DIR ...`` (saved model folders), or ``--train-teachers N``: N trainings of
+   ``bench/gpu/train_gpu.py`` side by side (one process each, seeds 42, 1, 2, ...), on the labelled corpus's
+   train+devel for a fixed number of epochs (``--protocol final``, model-last) or on train with early
+   stopping on devel (``--protocol select``, model-best).
+2. The teachers become one ensemble folder (mean CRF scores); it and every member are evaluated on test.
+3. For each ``--gold-weights`` value a student is distilled (``nerservice.distil.run.distil``, the code
+   ``nerservice distil`` runs) on the labelled corpus (final: train+devel; select: train) plus the train and
+   devel tokens of every ``--unlabelled-corpora`` corpus (their tags are never read; never test text).
+   final: fixed epochs, model-last, devel is training data (its F1 is not a held-out figure);
+   select: model-best by devel F1 — the protocol that may choose the gold weight.
+4. Test F1 (entity, strict) of the students, the ensemble and its members, inference tokens/s of the
+   student vs the ensemble, wall time of every stage. The JSON is rewritten after every stage, so a run
+   cut off by a time limit still reports what it finished.
+
+Runs with KERAS_BACKEND=jax and only keras, pydantic, numpy, seqeval (no TensorFlow):
+
+    KERAS_BACKEND=jax python bench/gpu/distil_gpu.py --data DIR --embeddings FILE --train-teachers 3 \
+        --json-out OUT.json [--teacher-set k=v ...] [--set k=v ...]  # --set: the student's config
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("KERAS_BACKEND", "jax")
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+
+def train_teachers(args: argparse.Namespace, out: Path, result: dict[str, Any]) -> list[Path]:
+    """N train_gpu.py processes side by side; each one's model folder."""
+    corpus = Path(args.data) / args.corpus
+    seeds = [42, 1, 2, 3, 4, 5, 6, 7][: args.train_teachers]
+    procs: list[dict[str, Any]] = []
+    pending = list(seeds)
+    t0 = time.perf_counter()
+    running: list[tuple[int, subprocess.Popen[bytes], Any]] = []
+    while pending or running:
+        while pending and len(running) < args.teacher_jobs:
+            seed = pending.pop(0)
+            run_dir = out / f"teacher-{seed}"
+            cmd = [sys.executable, str(REPO / "bench/gpu/train_gpu.py"), "--corpus", str(corpus), "--out", str(run_dir),
+                   "--no-ceiling", "--no-inference", "--json-out", str(out / f"teacher-{seed}.json"),
+                   "--set", f"training.seed={seed}", *sum((["--set", s] for s in args.teacher_set), [])]
+            if args.embeddings:
+                cmd += ["--embeddings", args.embeddings]
+            if args.protocol == "final":
+                cmd.append("--train-on-dev")
+            log = open(out / f"teacher-{seed}.log", "wb")
+            running.append((seed, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
+        for item in list(running):
+            seed, proc, log = item
+            if proc.poll() is not None:
+                log.close()
+                running.remove(item)
+                if proc.returncode != 0:
+                    tail = (out / f"teacher-{seed}.log").read_text(errors="replace")[-3000:]
+                    raise SystemExit(f"teacher seed {seed} failed (rc {proc.returncode}):\n{tail}")
+                info = json.loads((out / f"teacher-{seed}.json").read_text())
+                kept = out / f"teacher-{seed}" / ("model-last" if args.protocol == "final" else "model-best")
+                procs.append({"seed": seed, "dir": str(kept), "wall_s": info["wall_s"], "epochs_run": info["epochs_run"],
+                              "best_epoch": info["best_epoch"], "train_tokens_per_s": info["train_tokens_per_s_steady"]})
+        time.sleep(1)
+    result["teachers"] = sorted(procs, key=lambda p: seeds.index(p["seed"]))
+    result["stages_s"]["teachers"] = time.perf_counter() - t0
+    return [Path(p["dir"]) for p in result["teachers"]]
+
+
+def infer_speed(predictor: Any, sentences: list[tuple[str, ...]], passes: int = 2) -> float:
+    predictor.predict_tags(sentences)  # compiles
+    t0 = time.perf_counter()
+    for _ in range(passes):
+        predictor.predict_tags(sentences)
+    return passes * sum(len(s) for s in sentences) / (time.perf_counter() - t0)
+
+
+def f1s(metrics: dict[str, Any]) -> dict[str, Any]:
+    return {"f1": metrics["micro"]["f1"], "precision": metrics["micro"]["precision"],
+            "recall": metrics["micro"]["recall"], "per_type": {k: v["f1"] for k, v in metrics["per_type"].items()},
+            "nerdl_tag_f1": metrics["tag_level"]["micro"]["f1"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", required=True, help="folder of corpus folders, each with train/devel/test.tsv")
+    ap.add_argument("--corpus", default="NCBI-disease", help="the labelled corpus (teachers, student, test)")
+    ap.add_argument("--unlabelled-corpora", nargs="*", default=["BC5CDR", "BC2GM", "linnaeus"],
+                    help="corpora whose train+devel tokens are the student's unlabelled text")
+    ap.add_argument("--embeddings", help="word vectors file (teachers and student)")
+    ap.add_argument("--protocol", choices=["final", "select"], default="final")
+    ap.add_argument("--teachers", nargs="*", default=[], help="teacher model folders (instead of training them)")
+    ap.add_argument("--train-teachers", type=int, default=0, metavar="N", help="train N teachers (seeds 42, 1, 2, ..)")
+    ap.add_argument("--teacher-jobs", type=int, default=3, help="teacher trainings at once on the GPU")
+    ap.add_argument("--teacher-set", action="append", default=[], metavar="K=V", help="teachers' config overrides")
+    ap.add_argument("--set", action="append", default=[], metavar="K=V",
+                    help="the student's config overrides (over the teachers' config); distil.K=V for DistilConfig")
+    ap.add_argument("--gold-weights", type=float, nargs="+", default=[0.0], help="one student per value")
+    ap.add_argument("--deadline-s", type=float, help="wall-clock budget of the whole run: each student's "
+                    "training.max_minutes is cut to what is left (minus --margin-s), and the run says so")
+    ap.add_argument("--margin-s", type=float, default=45.0, help="kept back for evaluation and the JSON")
+    ap.add_argument("--out", default="/tmp/distil-gpu")
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+    if bool(args.teachers) == bool(args.train_teachers):
+        raise SystemExit("give --teachers DIR ... or --train-teachers N")
+
+    import keras
+
+    from nerservice.artifacts.ensemble_folder import save_ensemble
+    from nerservice.artifacts.formats import load_model
+    from nerservice.data import read_corpus
+    from nerservice.data.unlabelled import read_unlabelled
+    from nerservice.distil.config import DistilConfig, split_overrides
+    from nerservice.distil.run import distil, load_teacher
+    from nerservice.metrics import evaluate_predictor
+
+    started = time.perf_counter()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {"backend": keras.backend.backend(), "protocol": args.protocol, "corpus": args.corpus,
+                              "unlabelled_corpora": args.unlabelled_corpora, "teacher_set": args.teacher_set,
+                              "student_set": args.set, "stages_s": {}, "students": []}
+    try:
+        import jax
+
+        result["device"] = str(jax.devices()[0])
+    except ImportError:
+        result["device"] = "cpu (no jax)"
+
+    def save() -> None:
+        result["wall_s"] = time.perf_counter() - started
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(result, indent=2))
+
+    teacher_dirs = [Path(t) for t in args.teachers] or train_teachers(args, out, result)
+    save()
+
+    corpus = Path(args.data) / args.corpus
+    tr, dv, te = (read_corpus(corpus / f"{s}.tsv").sentences for s in ("train", "devel", "test"))
+    t0 = time.perf_counter()
+    ens_dir = save_ensemble(out / "ensemble", teacher_dirs)
+    teacher = load_teacher(str(ens_dir))
+    ens_pred = teacher.loaded.predictor(batch_size=256)
+    result["ensemble"] = {"test": f1s(evaluate_predictor(ens_pred, te)), "members": len(teacher_dirs)}
+    result["members_test"] = [f1s(evaluate_predictor(load_model(d).predictor(batch_size=256), te))
+                              for d in teacher_dirs]
+    test_tokens = [s.tokens for s in te]
+    result["ensemble"]["infer_tokens_per_s"] = infer_speed(ens_pred, test_tokens)
+    teacher_tags = [t for tags in ens_pred.predict_tags(test_tokens) for t in tags]
+    counts: dict[str, int] = {}
+    for t in teacher_tags:
+        counts[t] = counts.get(t, 0) + 1
+    # what agreeing with the teacher by always answering its most frequent tag would score
+    result["ensemble"]["test_majority_tag_rate"] = max(counts.values()) / len(teacher_tags)
+    result["stages_s"]["ensemble_eval"] = time.perf_counter() - t0
+    print(f"ensemble test F1 {result['ensemble']['test']['f1']:.4f}; members "
+          f"{[round(m['f1'], 4) for m in result['members_test']]}", flush=True)
+    save()
+
+    ner_sets, distil_sets = split_overrides(list(args.set))
+    base = DistilConfig().with_overrides(distil_sets)
+    files = [Path(args.data) / c / f"{s}.tsv" for c in args.unlabelled_corpora for s in ("train", "devel")]
+    unlabelled = (read_unlabelled(files, max_tokens=base.max_unlabelled_tokens,
+                                  max_sentence_tokens=base.max_sentence_tokens) if files else None)
+    labelled = [*tr, *dv] if args.protocol == "final" else tr
+    result["data"] = {"labelled_sentences": len(labelled), "labelled_tokens": sum(len(s.tokens) for s in labelled),
+                      "unlabelled": unlabelled.files if unlabelled else {},
+                      "unlabelled_tokens": unlabelled.tokens if unlabelled else 0}
+    config = teacher.loaded.config.with_overrides(ner_sets) if ner_sets else teacher.loaded.config
+    if args.protocol == "final":
+        config = config.with_overrides({"training.patience": config.training.epochs})
+    result["student_config"] = config.model_dump(mode="json")
+    for w in args.gold_weights:
+        dconfig = base.with_overrides({"gold_weight": w})
+        t0 = time.perf_counter()
+        run_config = config
+        if args.deadline_s is not None:
+            left_min = (args.deadline_s - args.margin_s - (t0 - started)) / 60
+            if left_min <= 0.2:
+                result["skipped_gold_weights"] = [*result.get("skipped_gold_weights", []), w]
+                save()
+                continue
+            cap = min(left_min, config.training.max_minutes or left_min)
+            run_config = config.with_overrides({"training.max_minutes": round(cap, 2)})
+        r = distil(run_config, dconfig, teacher=teacher, train_data=labelled, dev_data=dv, test_data=te,
+                   unlabelled=unlabelled, out_dir=out / f"student-w{w:g}", resume=False, progress=False,
+                   keep="last" if args.protocol == "final" else "best")
+        o = r.outcome
+        student_pred = load_model(o.best_dir).predictor(batch_size=256)
+        hist = o.history
+        tps = sorted(h["train_tokens_per_s"] for h in hist)
+        student_tags = [t for tags in student_pred.predict_tags(test_tokens) for t in tags]
+        agreement = sum(a == b for a, b in zip(student_tags, teacher_tags)) / len(teacher_tags)
+        entry = {"gold_weight": w, "test_tag_agreement_with_teacher": agreement,
+                 "max_minutes": run_config.training.max_minutes, "dir": str(o.best_dir),
+                 "test": f1s(o.test) if o.test else None,
+                 "dev": f1s(o.dev), "dev_is_training_data": args.protocol == "final",
+                 "epochs_run": len(hist), "kept_epoch": o.best_epoch, "stopped": o.stopped_reason,
+                 "targets_s": r.targets_seconds, "train_s": o.seconds, "wall_s": time.perf_counter() - t0,
+                 "train_tokens_per_s_median": tps[len(tps) // 2] if tps else None,
+                 "dev_f1_by_epoch": [h["dev_f1"] for h in hist],
+                 "infer_tokens_per_s": infer_speed(student_pred, test_tokens)}
+        result["students"].append(entry)
+        print(f"student gold_weight={w:g}: test F1 {entry['test']['f1'] if entry['test'] else None}, "
+              f"{entry['wall_s']:.0f} s", flush=True)
+        save()
+    result["tensorflow_imported"] = "tensorflow" in sys.modules
+    save()
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""`nerservice distil` end to end on a tiny fixture (a random-weight 2-model ensemble as the teacher), and
+the pieces around it: targets, settings, coded errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import save_random_model
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from nerservice.artifacts.ensemble_folder import save_ensemble
+    from nerservice.data.writers import write_corpus
+    from nerservice.demo_corpus import generate
+
+    w = tmp_path_factory.mktemp("distil")
+    members = [save_random_model(w / f"m{i}", {}, seed=i) for i in range(2)]
+    paths = {"ensemble": save_ensemble(w / "ens", members), "member": members[0]}
+    for name, n, seed in (("train", 60, 1), ("dev", 30, 2)):
+        write_corpus(generate(n, seed=seed), w / f"{name}.tsv", fmt="tsv")
+        paths[name] = w / f"{name}.tsv"
+    # unlabelled: a token-per-line file, and an IOB file whose tags (another label set) are ignored
+    (w / "u.txt").write_text("\n\n".join("\n".join(s.tokens) for s in generate(80, seed=3)) + "\n", encoding="utf-8")
+    (w / "other.tsv").write_text("-DOCSTART-\tO\n\nZyxomab\tB-Gene\ntreats\tO\n.\tO\n", encoding="utf-8")
+    paths["unlabelled"], paths["other"] = w / "u.txt", w / "other.tsv"
+    paths["out"] = w / "out"
+    return paths
+
+
+def _agreement(a: list[list[str]], b: list[list[str]]) -> float:
+    return float(np.mean(np.concatenate([np.array(x) == np.array(y) for x, y in zip(a, b)])))
+
+
+def test_the_student_learns_the_teachers_tags(work: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Above chance: more of the teacher's tags on held-out sentences than the majority tag and than the
+    same student before training; and the folder is an ordinary model recording its teacher and data."""
+    from nerservice.artifacts.files import read_manifest
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.layout import FORMAT, LAST
+    from nerservice.cli.main import main
+    from nerservice.demo_corpus import generate
+    from nerservice.model.predictor import Predictor
+    from nerservice.model.tagger import build_tagger
+
+    rc = main(["distil", "--teacher", str(work["ensemble"]), "--train", str(work["train"]), "--dev", str(work["dev"]),
+               "--unlabelled", str(work["unlabelled"]), str(work["other"]), "--out", str(work["out"]), "--quiet",
+               "--keep", "last", "--set", "training.epochs=5", "--set", "training.learning_rate=0.01",
+               "--set", "training.patience=5", "--set", "distil.gold_weight=0.0"])
+    assert rc == 0
+    assert "teacher: ensemble of 2 model(s)" in capsys.readouterr().out
+    student = load_model(work["out"] / LAST)
+    teacher = load_model(work["ensemble"])
+    assert read_manifest(work["out"] / LAST)["format"] == FORMAT
+    assert student.vocabs.tags.tags == teacher.vocabs.tags.tags
+    assert student.vocabs.words.id("zyxomab") != student.vocabs.words.id("qqqunseen"), "unlabelled words in vocab"
+    d = student.lineage["distillation"]
+    assert d["teacher"]["kind"] == "ensemble" and d["teacher"]["members"] == 2
+    assert d["unlabelled"]["sentences"] == 81 and d["unlabelled"]["tokens"] > 800
+    assert d["labelled"]["sentences"] == 60 and d["settings"]["gold_weight"] == 0.0
+
+    held = [s.tokens for s in generate(80, seed=4)]
+    want = teacher.predictor().predict_tags(held)
+    got = _agreement(student.predictor().predict_tags(held), want)
+    flat = np.concatenate([np.array(t) for t in want])
+    majority = float(np.unique(flat, return_counts=True)[1].max() / flat.size)
+    cfg = student.config.model
+    untrained = build_tagger(cfg, n_words=len(student.vocabs.words), n_chars=len(student.vocabs.chars),
+                             n_tags=len(student.vocabs.tags), seed=student.config.training.seed)
+    before = _agreement(Predictor(untrained, student.vocabs, max_word_length=cfg.max_word_length).predict_tags(held),
+                        want)
+    assert got > max(majority, before) + 0.1, (got, majority, before)
+
+
+def test_targets_pad_and_mix_in_gold(work: dict[str, Path]) -> None:
+    from nerservice.artifacts.formats import load_model
+    from nerservice.demo_corpus import generate
+    from nerservice.distil.targets import build_targets, gold_counts
+
+    teacher = load_model(work["member"])
+    sents = generate(5, seed=9)
+    tags = teacher.vocabs.tags
+    gold = [np.array([tags.id(t) for t in s.tags]) for s in sents]
+    pure, _ = build_targets(teacher.predictor(), [s.tokens for s in sents], temperature=1.0, gold=gold,
+                            gold_weight=0.0, chunk=2)
+    mixed, _ = build_targets(teacher.predictor(), [s.tokens for s in sents], temperature=1.0,
+                             gold=[gold[0], None, *gold[2:]], gold_weight=1.0, chunk=2)
+    np.testing.assert_allclose(pure.unary.sum(axis=1), 1.0, atol=1e-5)  # marginals are distributions
+    g_node, g_pairs = gold_counts(gold[0], len(tags))
+    np.testing.assert_allclose(mixed.unary[: len(gold[0])], g_node)
+    np.testing.assert_allclose(mixed.pairs[0], g_pairs)
+    np.testing.assert_allclose(mixed.pairs[1], pure.pairs[1])  # no gold: the teacher's, whatever the weight
+    rows = np.array([3, 1])
+    t = max(len(sents[3].tokens), len(sents[1].tokens)) + 3
+    out = pure.batch(rows, {"token_ids": np.zeros((4, t), np.int32)})  # 2 padding rows, padded time axis
+    assert out["teacher_unary"].shape == (4, t, len(tags)) and out["teacher_pairs"].shape == (4, len(tags), len(tags))
+    n3 = len(sents[3].tokens)
+    np.testing.assert_allclose(out["teacher_unary"][0, :n3], pure.unary[pure.offsets[3]:pure.offsets[4]])
+    assert not out["teacher_unary"][0, n3:].any() and not out["teacher_unary"][2:].any()
+    assert not out["teacher_pairs"][2:].any()
+
+
+def test_bad_settings_and_corpora_are_coded_errors(work: dict[str, Path], tmp_path: Path) -> None:
+    from nerservice.cli.main import main
+    from nerservice.distil.config import DistilConfig, split_overrides
+    from nerservice.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="distil.gold_wieght"):
+        DistilConfig().with_overrides(split_overrides(["distil.gold_wieght=1"])[1])
+    with pytest.raises(ConfigError, match="distil.gold_weight"):
+        DistilConfig().with_overrides(split_overrides(["distil.gold_weight=2"])[1])
+    bad = tmp_path / "genes.tsv"
+    bad.write_text("BRCA1\tB-Gene\n", encoding="utf-8")
+    args = ["distil", "--teacher", str(work["ensemble"]), "--train", str(bad), "--dev", str(work["dev"]),
+            "--out", str(tmp_path / "o"), "--quiet"]
+    assert main(args) == 2  # NER100: tags the teacher does not know
+    assert not (tmp_path / "o").exists(), "nothing written"
