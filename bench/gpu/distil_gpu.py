@@ -102,6 +102,9 @@ def main() -> None:
     ap.add_argument("--teacher-set", action="append", default=[], metavar="K=V", help="teachers' config overrides")
     ap.add_argument("--set", action="append", default=[], metavar="K=V",
                     help="the student's config overrides (over the teachers' config); distil.K=V for DistilConfig")
+    ap.add_argument("--export-teachers", metavar="DIR", help="copy the teachers' kept model folders to DIR/teacher-S "
+                    "(e.g. under $OUT, to carry them into a second call with --teachers)")
+    ap.add_argument("--teachers-only", action="store_true", help="stop after the teachers and their ensemble")
     ap.add_argument("--gold-weights", type=float, nargs="+", default=[0.0], help="one student per value")
     ap.add_argument("--deadline-s", type=float, help="wall-clock budget of the whole run: each student's "
                     "training.max_minutes is cut to what is left (minus --margin-s), and the run says so")
@@ -141,6 +144,11 @@ def main() -> None:
             Path(args.json_out).write_text(json.dumps(result, indent=2))
 
     teacher_dirs = [Path(t) for t in args.teachers] or train_teachers(args, out, result)
+    if args.export_teachers:
+        import shutil
+
+        for d, t in zip(teacher_dirs, result.get("teachers", [{"seed": i} for i in range(len(teacher_dirs))])):
+            shutil.copytree(d, Path(args.export_teachers) / f"teacher-{t['seed']}", dirs_exist_ok=True)
     save()
 
     corpus = Path(args.data) / args.corpus
@@ -164,6 +172,9 @@ def main() -> None:
     print(f"ensemble test F1 {result['ensemble']['test']['f1']:.4f}; members "
           f"{[round(m['f1'], 4) for m in result['members_test']]}", flush=True)
     save()
+    if args.teachers_only:
+        print(json.dumps(result, indent=2))
+        return
 
     ner_sets, distil_sets = split_overrides(list(args.set))
     base = DistilConfig().with_overrides(distil_sets)
