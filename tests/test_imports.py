@@ -78,7 +78,7 @@ FLOORS: dict[str, int] = {
     # The ONNX runtime: graphs from weights, the ORT forward, the predictor over it (beside model/).
     "nerservice.runtime": 2,
     "nerservice.artifacts": 3,
-    "nerservice.inference": 4, "nerservice.training": 4, "nerservice.multi": 4,
+    "nerservice.inference": 4, "nerservice.training": 4, "nerservice.multi": 4, "nerservice.distil": 4,
     # Export reads saved folders and writes an ONNX folder; runtime selection loads any folder.
     "nerservice.runtime.export": 4, "nerservice.runtime.select": 4,
     "nerservice.store": 5,

@@ -119,10 +119,11 @@ def main() -> None:
 
     from nerservice.artifacts.ensemble_folder import save_ensemble
     from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.resolve import resolve
     from nerservice.data import read_corpus
     from nerservice.data.unlabelled import read_unlabelled
     from nerservice.distil.config import DistilConfig, split_overrides
-    from nerservice.distil.run import distil, load_teacher
+    from nerservice.distil.run import distil, teacher_from
     from nerservice.metrics import evaluate_predictor
 
     started = time.perf_counter()
@@ -155,7 +156,9 @@ def main() -> None:
     tr, dv, te = (read_corpus(corpus / f"{s}.tsv").sentences for s in ("train", "devel", "test"))
     t0 = time.perf_counter()
     ens_dir = save_ensemble(out / "ensemble", teacher_dirs)
-    teacher = load_teacher(str(ens_dir))
+    resolved = resolve(str(ens_dir))
+    teacher = teacher_from(load_model(resolved.path), ref=str(ens_dir), path=resolved.path, name=resolved.name,
+                           version=resolved.version)
     ens_pred = teacher.loaded.predictor(batch_size=256)
     result["ensemble"] = {"test": f1s(evaluate_predictor(ens_pred, te)), "members": len(teacher_dirs)}
     result["members_test"] = [f1s(evaluate_predictor(load_model(d).predictor(batch_size=256), te))

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from nerservice.cli.common import add_corpus_options, print_scores, read
+
+if TYPE_CHECKING:
+    from nerservice.distil.run import Teacher
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from nerservice.config import NerConfig
     from nerservice.data.unlabelled import read_unlabelled
     from nerservice.distil.config import DistilConfig, split_overrides
-    from nerservice.distil.run import distil, load_teacher
+    from nerservice.distil.run import distil
     from nerservice.embeddings import resolve_sources
 
     teacher = load_teacher(args.teacher)
@@ -93,3 +97,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nmodel: {o.best_dir}")
     return 0
 
+
+def load_teacher(ref: str) -> Teacher:
+    """A teacher reference (ensemble or model folder, run folder, store reference) resolved, pinned, loaded."""
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.resolve import resolve
+    from nerservice.distil.run import teacher_from
+
+    resolved = resolve(ref)
+    return teacher_from(load_model(resolved.path), ref=ref, path=resolved.path, name=resolved.name,
+                        version=resolved.version)

@@ -65,20 +65,18 @@ class Teacher:
         return tags
 
 
-def load_teacher(ref: str) -> Teacher:
+def teacher_from(loaded: Any, *, ref: str, path: str | Path, name: str, version: str) -> Teacher:
+    """A loaded model folder (``artifacts.formats.load_model``) as a teacher; the shell resolved ``ref``
+    to ``path``, ``name`` and ``version`` (``artifacts.resolve``: see ``cli/distil_cmd.load_teacher``)."""
     from nerservice.artifacts.ensemble_folder import is_ensemble_dir
-    from nerservice.artifacts.formats import load_model
-    from nerservice.artifacts.resolve import resolve
 
-    resolved = resolve(ref)
-    loaded = load_model(resolved.path)
     if isinstance(loaded.vocabs.tags, MultiTagVocabulary):
-        raise ModelLoadError(f"{ref}: a multi-corpus model cannot be a teacher (yet)", path=str(resolved.path),
+        raise ModelLoadError(f"{ref}: a multi-corpus model cannot be a teacher (yet)", path=str(path),
                              hint="distil from single-corpus models or an ensemble of them")
     members = len(getattr(loaded, "members", [])) or 1
-    info = {"ref": ref, "path": str(Path(resolved.path).resolve()), "name": resolved.name,
-            "version": resolved.version, "kind": "ensemble" if is_ensemble_dir(resolved.path) else "model",
-            "members": members, "tags": loaded.vocabs.tags.tags}
+    info = {"ref": ref, "path": str(Path(path).resolve()), "name": name, "version": version,
+            "kind": "ensemble" if is_ensemble_dir(path) else "model", "members": members,
+            "tags": loaded.vocabs.tags.tags}
     return Teacher(loaded, info)
 
 
