@@ -69,6 +69,17 @@ def measure_ceiling(config, tr, dv, te, n_train_tokens, args):  # noqa: ANN001, 
 
 
 
+class EpochLog:
+    """One JSON line per epoch on stdout: a run killed at a device call's limit still shows its dev curve."""
+
+    def on_epoch(self, record: dict, is_best: bool) -> None:
+        keys = ("epoch", "dev_f1", "loss", "train_seconds", "eval_seconds", "train_tokens_per_s")
+        print(json.dumps({"epoch_log": {k: record.get(k) for k in keys}, "best": is_best}), flush=True)
+
+    def on_end(self, outcome: object) -> None:
+        return None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", required=True, help="folder with train.tsv devel.tsv test.tsv")
@@ -111,7 +122,7 @@ def main() -> None:
         ceiling_tps, shapes, compile_pass, cudnn = measure_ceiling(config, tr, dv, te, n_train_tokens, args)
     # --- the project's training loop -------------------------------------------------------------------
     t0 = time.perf_counter()
-    outcome = train(config, train_data=[*tr, *dv] if args.train_on_dev else tr, dev_data=dv, test_data=te,
+    outcome = train(config, callbacks=[EpochLog()], train_data=[*tr, *dv] if args.train_on_dev else tr, dev_data=dv, test_data=te,
                     embeddings=args.embeddings, out_dir=args.out, resume=False, progress=False)
     wall = time.perf_counter() - t0
     test = outcome.test

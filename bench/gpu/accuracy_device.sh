@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Session 5's device calls for issues 14, 19 and 20 (BENCHMARKS.md, "Session 5"): `bash bench/gpu/accuracy_device.sh B|C|D`
+# from the repo root on the lent H200, with the git-ignored data folder `.devdata/h4` (keras and its pure-Python
+# deps as wheels in whl/, seqeval in site/, copies of the four corpora and the GloVe 6B 50d rows of their words
+# in data/) named in the call's `carry`.  Results land in $OUT as one .tgz per call.
+#   B: default config on NCBI-disease and BC5CDR (seeds 42/1/2) + the multi-corpus model over both (same config)
+#   C: --scaling grow, linear rule, N = 2, 4, 8 as one process with the N-times batch (seeds 42/1/2), and the
+#      Spark task body (world 1, seed 42), NCBI-disease, default config otherwise
+#   D: batch 128, lr 4e-3, 2-epoch warm-up from 0.25x on BC5CDR (seeds 42/1/2)
+# Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
+# Every run's time cap (training.max_minutes) must leave >= 1.5 min before the call's own limit: a run stops
+# only after the epoch that crosses its cap, then evaluates test and saves.
+set -u
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .devdata/h4/whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD/.devdata/h4/site:$PWD KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+export XLA_PYTHON_CLIENT_PREALLOCATE=false JAX_COMPILATION_CACHE_DIR=/tmp/jaxcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
+D=.devdata/h4/data; V="--embeddings $D/glove50.txt"; R=/tmp/res$1; mkdir -p $R
+( while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; done ) & mon=$!
+case $1 in
+B)
+  runs=()
+  for s in 42 1 2; do for c in NCBI-disease BC5CDR; do runs+=(--run "$c-$s: --corpus $D/$c $V --set training.seed=$s"); done; done
+  mp=""
+  for s in 42 1 2; do
+    timeout 540 python3 bench/gpu/multi_corpus.py --one multi --seed $s --corpora $D/corpora2.json $V \
+      --set training.max_minutes=7.0 --out /tmp/multi-$s --json-out $R/multi-$s.json > $R/multi-$s.log 2>&1 &
+    mp="$mp $!"
+  done
+  timeout 545 python3 bench/gpu/sweep.py --out $R --per-gpu 6 --deadline-min 9.0 --margin-min 2.0 --min-run-min 1 "${runs[@]}"
+  wait $mp ;;
+C)
+  C="--corpus $D/NCBI-disease $V"
+  timeout 545 python3 bench/gpu/scaling_gpu.py task-body --world 1 $C --set training.max_minutes=6.6 --set training.seed=42 \
+    --out /tmp/tb --json-out $R/taskbody.json > $R/taskbody.log 2>&1 & tb=$!
+  timeout 545 python3 bench/gpu/scaling_gpu.py sweep $C --set training.max_minutes=6.6 --workers 2 4 8 --rules linear \
+    --seeds 42 1 2 --out $R/grow > $R/grow.jsonl 2> $R/grow.err
+  wait $tb ;;
+D)
+  B="--corpus $D/BC5CDR $V --no-ceiling --no-inference --set training.batch_size=128 --set training.learning_rate=0.004"
+  B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=2.4"
+  for s in 42 1 2; do
+    timeout 215 python3 bench/gpu/train_gpu.py $B --set training.seed=$s --out /tmp/d$s --json-out $R/bc5cdr-b128-$s.json \
+      > $R/bc5cdr-b128-$s.log 2>&1 &
+  done
+  wait ;;
+esac
+kill $mon
+(cd $R && find . -maxdepth 2 -type f \( -name "*.json" -o -name "*.log" -o -name "*.jsonl" -o -name "*.err" \) | tar czf $OUT/res$1.tgz -T -)
