@@ -188,9 +188,9 @@ def main() -> None:
     result["data"] = {"labelled_sentences": len(labelled), "labelled_tokens": sum(len(s.tokens) for s in labelled),
                       "unlabelled": unlabelled.files if unlabelled else {},
                       "unlabelled_tokens": unlabelled.tokens if unlabelled else 0}
-    config = teacher.loaded.config.with_overrides(ner_sets) if ner_sets else teacher.loaded.config
-    if args.protocol == "final":
-        config = config.with_overrides({"training.patience": config.training.epochs})
+    # the teachers' own time cap is theirs: the student's comes from --set or --deadline-s
+    config = teacher.loaded.config.with_overrides({"training.max_minutes": None})
+    config = config.with_overrides(ner_sets) if ner_sets else config
     result["student_config"] = config.model_dump(mode="json")
     for w in args.gold_weights:
         dconfig = base.with_overrides({"gold_weight": w})

@@ -104,6 +104,8 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
     from nerservice.metrics import evaluate_predictor
     from nerservice.training.trainer import train
 
+    if keep == "last":  # exactly training.epochs epochs: dev F1 neither selects nor stops (a time budget still can)
+        config = config.with_overrides({"training.patience": config.training.epochs})
     tags = teacher.tags
     check_tags(tags, {"train": train_data, "dev": dev_data, **({"test": test_data} if test_data else {})})
     extra = unlabelled_sentences(unlabelled) if unlabelled is not None else []

@@ -2,6 +2,7 @@
 the pieces around it: targets, settings, coded errors."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,7 @@ def test_the_student_learns_the_teachers_tags(work: dict[str, Path], capsys: pyt
     rc = main(["distil", "--teacher", str(work["ensemble"]), "--train", str(work["train"]), "--dev", str(work["dev"]),
                "--unlabelled", str(work["unlabelled"]), str(work["other"]), "--out", str(work["out"]), "--quiet",
                "--keep", "last", "--set", "training.epochs=5", "--set", "training.learning_rate=0.01",
-               "--set", "training.patience=5", "--set", "distil.gold_weight=0.0"])
+               "--set", "distil.gold_weight=0.0"])
     assert rc == 0
     assert "teacher: ensemble of 2 model(s)" in capsys.readouterr().out
     student = load_model(work["out"] / LAST)
@@ -60,6 +61,9 @@ def test_the_student_learns_the_teachers_tags(work: dict[str, Path], capsys: pyt
     assert d["teacher"]["kind"] == "ensemble" and d["teacher"]["members"] == 2
     assert d["unlabelled"]["sentences"] == 81 and d["unlabelled"]["tokens"] > 800
     assert d["labelled"]["sentences"] == 60 and d["settings"]["gold_weight"] == 0.0
+    # --keep last: exactly training.epochs epochs, not stopped by the teacher's patience of 2
+    assert teacher.config.training.patience == 2 and student.config.training.patience == 5
+    assert len(json.loads((work["out"] / LAST / "history.json").read_text())) == 5
 
     held = [s.tokens for s in generate(80, seed=4)]
     want = teacher.predictor().predict_tags(held)
