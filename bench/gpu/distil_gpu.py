@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
+# Several processes share the GPU while the teachers train (and this one holds a client): none may take 75 %.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
@@ -62,9 +64,12 @@ def train_teachers(args: argparse.Namespace, out: Path, result: dict[str, Any]) 
                 log.close()
                 running.remove(item)
                 if proc.returncode != 0:
+                    for _, other, _ in running:
+                        other.kill()
                     tail = (out / f"teacher-{seed}.log").read_text(errors="replace")[-3000:]
                     raise SystemExit(f"teacher seed {seed} failed (rc {proc.returncode}):\n{tail}")
                 info = json.loads((out / f"teacher-{seed}.json").read_text())
+                info["epochs_run"] = len(info.get("dev_f1_by_epoch", [])) or info["epochs_run"]
                 kept = out / f"teacher-{seed}" / ("model-last" if args.protocol == "final" else "model-best")
                 procs.append({"seed": seed, "dir": str(kept), "wall_s": info["wall_s"], "epochs_run": info["epochs_run"],
                               "best_epoch": info["best_epoch"], "train_tokens_per_s": info["train_tokens_per_s_steady"]})
@@ -204,7 +209,19 @@ def main() -> None:
                 continue
             cap = min(left_min, config.training.max_minutes or left_min)
             run_config = config.with_overrides({"training.max_minutes": round(cap, 2)})
-        r = distil(run_config, dconfig, teacher=teacher, train_data=labelled, dev_data=dv, test_data=te,
+        progress: dict[str, Any] = {"gold_weight": w, "running": True, "epochs": []}
+        result["students"].append(progress)
+
+        class EpochLog:  # the student's curve in the JSON as it trains: a run cut off still shows it
+            def on_epoch(self, record: dict[str, Any], is_best: bool) -> None:
+                progress["epochs"].append({k: record.get(k) for k in ("epoch", "dev_f1", "loss", "train_seconds",
+                                                                     "train_tokens_per_s")})
+                save()
+
+            def on_end(self, outcome: Any) -> None:
+                return None
+
+        r = distil(run_config, dconfig, callbacks=[EpochLog()], teacher=teacher, train_data=labelled, dev_data=dv, test_data=te,
                    unlabelled=unlabelled, out_dir=out / f"student-w{w:g}", resume=False, progress=False,
                    keep="last" if args.protocol == "final" else "best")
         o = r.outcome
@@ -222,7 +239,8 @@ def main() -> None:
                  "train_tokens_per_s_median": tps[len(tps) // 2] if tps else None,
                  "dev_f1_by_epoch": [h["dev_f1"] for h in hist],
                  "infer_tokens_per_s": infer_speed(student_pred, test_tokens)}
-        result["students"].append(entry)
+        progress.clear()
+        progress.update(entry)
         print(f"student gold_weight={w:g}: test F1 {entry['test']['f1'] if entry['test'] else None}, "
               f"{entry['wall_s']:.0f} s", flush=True)
         save()
