@@ -46,12 +46,17 @@ def test_the_student_learns_the_teachers_tags(work: dict[str, Path], capsys: pyt
     from nerservice.model.predictor import Predictor
     from nerservice.model.tagger import build_tagger
 
-    rc = main(["distil", "--teacher", str(work["ensemble"]), "--train", str(work["train"]), "--dev", str(work["dev"]),
-               "--unlabelled", str(work["unlabelled"]), str(work["other"]), "--out", str(work["out"]), "--quiet",
-               "--keep", "last", "--set", "training.epochs=5", "--set", "training.learning_rate=0.01",
-               "--set", "distil.gold_weight=0.0"])
-    assert rc == 0
+    args = ["distil", "--teacher", str(work["ensemble"]), "--train", str(work["train"]), "--dev", str(work["dev"]),
+            "--unlabelled", str(work["unlabelled"]), str(work["other"]), "--out", str(work["out"]), "--quiet",
+            "--keep", "last", "--set", "training.epochs=5", "--set", "training.learning_rate=0.01",
+            "--set", "distil.gold_weight=0.0"]
+    assert main(args) == 0
     assert "teacher: ensemble of 2 model(s)" in capsys.readouterr().out
+    weights = load_model(work["out"] / LAST).model.get_weights()
+    assert main(args) == 0  # a rerun resumes from OUT/checkpoint: all 5 epochs done, nothing retrained
+    assert "resuming from" in capsys.readouterr().out
+    for a, b in zip(weights, load_model(work["out"] / LAST).model.get_weights()):
+        np.testing.assert_array_equal(a, b)
     student = load_model(work["out"] / LAST)
     teacher = load_model(work["ensemble"])
     assert read_manifest(work["out"] / LAST)["format"] == FORMAT
@@ -92,6 +97,14 @@ def test_targets_pad_and_mix_in_gold(work: dict[str, Path]) -> None:
     mixed, _ = build_targets(teacher.predictor(), [s.tokens for s in sents], temperature=1.0,
                              gold=[gold[0], None, *gold[2:]], gold_weight=1.0, chunk=2)
     np.testing.assert_allclose(pure.unary.sum(axis=1), 1.0, atol=1e-5)  # marginals are distributions
+    soft, _ = build_targets(teacher.predictor(), [s.tokens for s in sents], temperature=3.0, gold=gold,
+                            gold_weight=0.0, chunk=8)
+
+    def entropy(u: np.ndarray) -> float:
+        return float(-(u * np.log(np.clip(u, 1e-12, 1))).sum())
+
+    assert entropy(soft.unary) > entropy(pure.unary)  # a temperature above 1 softens the teacher
+    np.testing.assert_allclose(soft.pairs.sum(axis=(1, 2)), pure.pairs.sum(axis=(1, 2)), atol=1e-4)  # T - 1 each
     g_node, g_pairs = gold_counts(gold[0], len(tags))
     np.testing.assert_allclose(mixed.unary[: len(gold[0])], g_node)
     np.testing.assert_allclose(mixed.pairs[0], g_pairs)
