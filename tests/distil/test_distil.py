@@ -43,6 +43,7 @@ def test_the_student_learns_the_teachers_tags(work: dict[str, Path], capsys: pyt
     from nerservice.artifacts.layout import FORMAT, LAST
     from nerservice.cli.main import main
     from nerservice.demo_corpus import generate
+    from nerservice.inference import Extractor
     from nerservice.model.predictor import Predictor
     from nerservice.model.tagger import build_tagger
 
@@ -69,6 +70,10 @@ def test_the_student_learns_the_teachers_tags(work: dict[str, Path], capsys: pyt
     # --keep last: exactly training.epochs epochs, not stopped by the teacher's patience of 2
     assert teacher.config.training.patience == 2 and student.config.training.patience == 5
     assert len(json.loads((work["out"] / LAST / "history.json").read_text())) == 5
+
+    # it serves like any model: the Extractor (REST, CLI, Spark) takes the folder as it is
+    entities = Extractor.load(work["out"] / LAST).extract(["Patients with asthma took cisplatin ."])
+    assert len(entities) == 1 and all(e.label in {"Disease", "Chemical"} for e in entities[0])
 
     held = [s.tokens for s in generate(80, seed=4)]
     want = teacher.predictor().predict_tags(held)
