@@ -104,6 +104,7 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
         data: Any = per_corpus
     else:
         data = read_splits(spark, data_dir)
+    read_s = time.perf_counter() - started
     sources = vector_sources(embeddings)
     shipped: list[bool] = []
     for src in sources:
@@ -123,6 +124,7 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
                               "backend": backend},
                      train_on_dev=train_on_dev, keep=keep, recipe=recipe)
     broadcast = sc.broadcast(data)
+    stage_clock = time.perf_counter()
     try:
         # The shuffle after the barrier stage is what makes it retryable: Spark reruns a failed barrier
         # *ShuffleMapStage* (up to spark.stage.maxConsecutiveAttempts), but aborts the job when a barrier
@@ -131,7 +133,9 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
         results = [json.loads(r) for r in stage.repartition(1).collect()]
     finally:
         broadcast.destroy()
+    stage_s = time.perf_counter() - stage_clock
     summary = summarize(results, data=flat_splits(data) if corpora else data, seconds=time.perf_counter() - started)
+    summary["phases"] = job_phases(results, read_s=read_s, stage_s=stage_s, job_s=summary["seconds"])
     if corpora:
         summary["corpora"] = corpora.names
     # Every start of the stage in this output folder (earlier jobs included); a retry adds a line.
@@ -147,7 +151,8 @@ def summarize(results: list[dict[str, Any]], *, data: dict[str, list[Row]], seco
     chief = results[0]
     digests = [r["weights_digest"] for r in results]
     workers = [{k: r[k] for k in ("rank", "host", "hostname", "port", "pid", "cuda_visible_devices", "weights_digest",
-                                  "shard_epoch1", "loop_seconds", "stage_id", "task_attempt_id")} for r in results]
+                                  "shard_epoch1", "loop_seconds", "stage_id", "task_attempt_id")}
+               | {"timings": r.get("timings", {})} for r in results]
     summary = {k: v for k, v in chief.items() if k not in workers[0]}
     train_tokens = sum(len(r[0]) for r in data["train"])
     summary.update(
@@ -160,6 +165,21 @@ def summarize(results: list[dict[str, Any]], *, data: dict[str, list[Row]], seco
                                / max(seconds, 1e-9), 1),
     )
     return summary
+
+
+def job_phases(results: list[dict[str, Any]], *, read_s: float, stage_s: float, job_s: float) -> dict[str, Any]:
+    """Where the job's time went (seconds; the driver's clocks, then rank 0's task), so fixed costs can be
+    told from training: ``task_start_s`` is the barrier stage before rank 0's task body ran (Python worker
+    start, broadcast); ``setup_s`` every rank's task time before its first timed epoch."""
+    chief = min(results, key=lambda r: r["rank"])
+    t = chief.get("timings", {})
+    task = {k: round(float(v), 3) for k, v in t.items()}
+    before = ("rendezvous_s", "import_s", "vectors_s", "build_s", "eval_warmup_s", "warmup_s")
+    return {"read_splits_s": round(read_s, 3), "stage_s": round(stage_s, 3),
+            "task_start_s": round(max(stage_s - float(t.get("task_s", stage_s)), 0.0), 3),
+            "after_stage_s": round(max(job_s - read_s - stage_s, 0.0), 3), "rank0": task,
+            "setup_s": [round(sum(float(r.get("timings", {}).get(k, 0.0)) for k in before), 3)
+                        for r in sorted(results, key=lambda r: r["rank"])]}
 
 
 def spark_runner(spark: Any, *, data_dir: str, world: int, register: str | None = None, final: bool = False,

@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,9 @@ def barrier_task(spec: TrainSpec, data: Any) -> Any:
 
 
 def run_worker(spec: TrainSpec, data: dict[str, Any], context: Any) -> dict[str, Any]:
+    started = time.perf_counter()
     rank, peers = rendezvous(context, world=spec.world)
+    rendezvous_s = time.perf_counter() - started
     out = Path(spec.out_dir)
     resumed_from = agree(context, run_checkpoint_epoch(out) if spec.resume else 0,
                          what="the checkpoint epoch to resume from")
@@ -126,6 +129,8 @@ def run_worker(spec: TrainSpec, data: dict[str, Any], context: Any) -> dict[str,
     with scoped_environ(env):
         result = _train(spec, data, rank=rank, peers=peers, gather=lambda m: list(context.allGather(m)))
     context.barrier()  # finish together: a rank that fails after training still fails the whole stage
+    result["timings"] = {"rendezvous_s": rendezvous_s, **result.get("timings", {}),
+                         "task_s": time.perf_counter() - started}
     result.update(rank=rank, world=spec.world, host=peers[rank].host, port=peers[rank].port, pid=os.getpid(),
                   hostname=socket.gethostname(), resumed_from_epoch=resumed_from,
                   cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
@@ -187,6 +192,7 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
     allGather, used to split the dev evaluation over the workers (single-corpus training)."""
     if spec.world > 1 and spec.backend == "tensorflow" and "tensorflow" in sys.modules and not _STRATEGY_CREATED:
         print("warning: TensorFlow was imported before TF_CONFIG was set in this worker", file=sys.stderr)
+    clock = time.perf_counter()
     from nerservice.config import NerConfig
     from nerservice.distributed.threads import limit_tensorflow_threads, task_cpus
     from nerservice.training.trainer import train
@@ -194,6 +200,7 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
     limit_tensorflow_threads(task_cpus())
     config = NerConfig.from_dict(spec.config)
     strategy = _strategy(spec, peers, rank, config.training.batch_size)
+    import_s = time.perf_counter() - clock  # Keras + its backend imported, the multi-worker runtime started
     embeddings: list[str] = []
     for src, shipped in zip(spec.embeddings, spec.embeddings_shipped):
         if shipped:  # resolve the executor's local copy
@@ -239,6 +246,7 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
         "shard_epoch1": shard_of_epoch(lengths, config, epoch=0, rank=rank, world=spec.world, plan=plan),
         "epochs_completed": len(outcome.history), "stopped_reason": outcome.stopped_reason,
         "loop_seconds": round(outcome.seconds, 3), "fault_armed": armed, "backend": spec.backend,
+        "timings": {"import_s": import_s, **outcome.timings}, "step": outcome.step_stats,
     }
     if chief:
         result.update(_chief_summary(spec, outcome, store_cb))
@@ -247,10 +255,16 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
 
 def _chief_summary(spec: TrainSpec, outcome: Any, store_cb: Any) -> dict[str, Any]:
     history = outcome.history
+    t = outcome.timings
     summary: dict[str, Any] = {
         "model_dir": str(outcome.best_dir), "best_epoch": outcome.best_epoch, "dev": outcome.dev,
         "test": outcome.test, "history": history, "vocab": outcome.vocab_stats, "scaling": spec.scaling,
         "train_tokens_per_s": (sum(h["train_tokens_per_s"] for h in history) / len(history)) if history else 0.0,
+        # The training phase of this job: its epochs' timed steps only (not the one-time warm-up, reported
+        # beside it, nor dev evaluation); tokens over seconds, not a mean of per-epoch rates.
+        "training_phase": {"tokens": int(t.get("train_tokens", 0)), "seconds": round(t.get("train_s", 0.0), 3),
+                           "tokens_per_s": round(t.get("train_tokens", 0) / max(t.get("train_s", 0.0), 1e-9), 1),
+                           "warmup_s": round(t.get("warmup_s", 0.0), 3)},
     }
     if store_cb is not None:
         summary["registered"] = {"name": spec.register, "version": store_cb.version, "run_id": store_cb.run_id}

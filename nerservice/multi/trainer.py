@@ -24,7 +24,13 @@ from nerservice.multi.config import CorporaConfig
 from nerservice.multi.corpora import CorpusSplits, namespaced, tag_vocabulary
 from nerservice.multi.evaluation import evaluate_heads
 from nerservice.text.vocab import Vocabularies
-from nerservice.training.trainer import TrainCallback, TrainOutcome, config_with_vectors, vocabularies_with_vectors
+from nerservice.training.trainer import (
+    TrainCallback,
+    TrainOutcome,
+    config_with_vectors,
+    phase_timings,
+    vocabularies_with_vectors,
+)
 
 OVERLAP_RULE = "highest-mean-marginal, then longest, then corpus order, then start"  # nerservice/model/heads.py
 
@@ -121,7 +127,8 @@ def train_multi(
     outcome = TrainOutcome(out_dir=out, best_dir=checkpointer.best_dir, best_epoch=loop.state.best_epoch,
                            dev=loop.last_dev, test=None, history=loop.state.history,
                            stopped_reason=loop.stopped_reason, seconds=loop.seconds, lineage=lineage,
-                           vocab_stats=vocab_stats, model=model)
+                           vocab_stats=vocab_stats, model=model, step_stats=step.stats(),
+                           timings=phase_timings(loop))
     if not chief:
         return outcome
     best = checkpointer.load_kept()

@@ -91,9 +91,12 @@ class EpochLoop:
                  world: int = 1, progress: bool = True, shape_policy: ShapePolicy | None = None,
                  on_checkpoint: Callable[[], None] | None = None,
                  plan_fn: Callable[[int], list[np.ndarray]] | None = None,
-                 extra_batch: ExtraBatch | None = None) -> None:
+                 extra_batch: ExtraBatch | None = None, warm_up: bool = True) -> None:
         self.step, self.vocabs, self.config, self.train = step, vocabs, config, train
         self.plan_fn, self.extra_batch = plan_fn, extra_batch
+        self.warm_up = warm_up
+        self.warmup_seconds = 0.0  # the step's one-time costs, paid before the first timed epoch
+        self.epochs_run = 0  # epochs trained by this loop (a resumed state's history holds earlier ones too)
         self.evaluate, self.on_checkpoint = evaluate, on_checkpoint
         self.state = state or LoopState()
         self.rank, self.world, self.progress = rank, world, progress
@@ -118,22 +121,34 @@ class EpochLoop:
         if state.bad_epochs >= t.patience:
             self.stopped_reason = "patience"
             return
+
+        def plan_of(epoch: int) -> list[np.ndarray]:
+            return self.plan_fn(epoch) if self.plan_fn is not None else epoch_plan(lengths, self.config, epoch, world)
+
+        def worker_batch(global_idx: np.ndarray) -> dict[str, Any]:
+            rows = global_idx[part::parts]
+            batch: dict[str, Any] = encoded.batch(rows, policy)
+            if self.extra_batch is not None:
+                batch.update(self.extra_batch(rows, batch))
+            batch.update(replica_rows(global_idx, part, parts, encoded.lengths, policy,
+                                      n_rows=batch["lengths"].shape[0]))
+            return batch
+
+        first = plan_of(state.epoch)[:1] if self.warm_up and state.epoch < t.epochs else []
+        if first:  # trace, set up the collectives and meet every peer before the clock of epoch 1 starts
+            w0 = time.perf_counter()
+            step.warm_up(worker_batch(first[0]), len(first[0]))
+            self.warmup_seconds = time.perf_counter() - w0
         for epoch in range(state.epoch, t.epochs):
             lr = learning_rate(self.config, epoch)
             step.set_learning_rate(lr)
-            plan = self.plan_fn(epoch) if self.plan_fn is not None else epoch_plan(lengths, self.config, epoch, world)
+            plan = plan_of(epoch)
             bar = _progress(len(plan), epoch + 1, t.epochs, enabled=self.progress and rank == 0)
             tokens = 0
             losses = []
             t0 = time.perf_counter()
             for global_idx in plan:
-                rows = global_idx[part::parts]
-                batch: dict[str, Any] = encoded.batch(rows, policy)
-                if self.extra_batch is not None:
-                    batch.update(self.extra_batch(rows, batch))
-                batch.update(replica_rows(global_idx, part, parts, encoded.lengths, policy,
-                                          n_rows=batch["lengths"].shape[0]))
-                loss = step(batch, len(global_idx))
+                loss = step(worker_batch(global_idx), len(global_idx))
                 losses.append(loss)
                 tokens += int(sum(lengths[i] for i in global_idx))
                 if bar is not None:
@@ -156,6 +171,7 @@ class EpochLoop:
                 improved = record["dev_f1"] > state.best_f1 + t.min_delta
                 state.history.append(record)
                 state.epoch = epoch + 1
+                self.epochs_run += 1
                 if improved:
                     state.best_f1, state.best_epoch, state.bad_epochs = record["dev_f1"], epoch + 1, 0
                 else:
@@ -183,7 +199,7 @@ def _record(epoch: int, lr: float, losses: list[float], dev: dict[str, Any], *, 
         "dev_f1": float(dev["micro"]["f1"]), "dev_precision": float(dev["micro"]["precision"]),
         "dev_recall": float(dev["micro"]["recall"]),
         "dev_per_type": {k: v["f1"] for k, v in dev.get("per_type", {}).items()},
-        "train_tokens_per_s": tokens / max(train_seconds, 1e-9), "train_seconds": train_seconds,
+        "train_tokens": tokens, "train_tokens_per_s": tokens / max(train_seconds, 1e-9), "train_seconds": train_seconds,
         "eval_seconds": eval_seconds,
     }
 
@@ -193,10 +209,11 @@ def run_epochs(step: TrainStep, vocabs: Vocabularies, config: NerConfig, train: 
                state: LoopState | None = None, rank: int = 0, world: int = 1, progress: bool = True,
                shape_policy: ShapePolicy | None = None,
                on_checkpoint: Callable[[], None] | None = None,
-               plan_fn: Callable[[int], list[np.ndarray]] | None = None) -> LoopResult:
+               plan_fn: Callable[[int], list[np.ndarray]] | None = None, warm_up: bool = True) -> LoopResult:
     """Drive an ``EpochLoop`` to the end, calling ``on_epoch(record, is_best)`` for each epoch."""
     loop = EpochLoop(step, vocabs, config, train, evaluate=evaluate, state=state, rank=rank, world=world,
-                     progress=progress, shape_policy=shape_policy, on_checkpoint=on_checkpoint, plan_fn=plan_fn)
+                     progress=progress, shape_policy=shape_policy, on_checkpoint=on_checkpoint, plan_fn=plan_fn,
+                     warm_up=warm_up)
     for record, is_best in loop:
         if on_epoch is not None:
             on_epoch(record, is_best)

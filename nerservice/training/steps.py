@@ -3,7 +3,8 @@
 TensorFlow: a ``tf.function`` with ``GradientTape`` that also runs under ``tf.distribute`` strategies
 (docs/ARCHITECTURE.md, platform facts: Keras 3 ``fit`` fails under MultiWorkerMirroredStrategy, a custom
 loop works).  Gradients are
-summed across replicas *before* clipping, so a 2-worker step clips exactly what a single process would.
+summed across replicas *before* clipping, so a 2-worker step clips exactly what a single process would, and
+only there: one all-reduce of the gradients per step (Keras' optimizer would add a second one).
 JAX: a jitted stateless step (``StatelessScope`` + ``optimizer.stateless_apply``); the state lives in
 JAX arrays during an epoch and is written back to the Keras variables by ``sync_to_model``.  Under
 ``keras.distribution.DataParallel`` (``nerservice.training.parallel``) the same step runs over several
@@ -54,6 +55,14 @@ class TrainStep(Protocol):
 
     def reload_from_model(self) -> None: ...
 
+    # Run the step once on ``batch`` and put every variable back as it was: the first call's one-time costs
+    # (tracing, graph optimisation, the collectives' setup, waiting for the slowest peer) are paid before the
+    # timed epoch, and training continues exactly as if it had not run.
+    def warm_up(self, batch: dict[str, np.ndarray], n_global: int) -> None: ...
+
+    # What the compiled step looks like, for the job summary and the cost model (empty where unknown).
+    def stats(self) -> dict[str, int]: ...
+
     @property
     def optimizer(self) -> Any: ...
 
@@ -83,12 +92,14 @@ class TensorFlowStep:
         with scope:
             self._optimizer = keras.optimizers.Adam(learning_rate=config.learning_rate)
             self._optimizer.build(model.trainable_variables)
+        n_replicas = strategy.num_replicas_in_sync if strategy is not None else 1
+        if n_replicas > 1:
+            _sum_gradients_once(self._optimizer)
         from nerservice.backend import tf_signature
 
         spec = tf_signature({**TRAIN_RANKS, **ROW_RANKS})
         self._loss_keys = tuple(loss_inputs(model))
         spec.update({k: tf.TensorSpec((None,) * r, tf.float32) for k, r in loss_inputs(model).items()})
-        n_replicas = strategy.num_replicas_in_sync if strategy is not None else 1
 
         def replica_step(batch: dict[str, Any], n_global: Any) -> Any:
             variables = model.trainable_variables
@@ -96,16 +107,11 @@ class TensorFlowStep:
                 nll = model.negative_log_likelihood(batch, training=True)
                 loss = tf.reduce_sum(nll) / n_global
             grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
-            if n_replicas > 1:
-                ctx = tf.distribute.get_replica_context()
-                grads = ctx.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-                loss = ctx.all_reduce(tf.distribute.ReduceOp.SUM, loss)
+            if n_replicas > 1:  # one collective per step: the loss rides in the gradients' pack
+                summed = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, [*grads, loss])
+                grads, loss = summed[:-1], summed[-1]
             grads, _ = tf.clip_by_global_norm(grads, self.clip)
-            if n_replicas > 1:
-                # Keras' optimizer sums gradients across replicas again inside apply(); pre-divide so the
-                # applied gradient is exactly the clipped global one.
-                grads = [g / n_replicas for g in grads]
-            self._optimizer.apply(grads, variables)
+            self._optimizer.apply(grads, variables)  # already summed: apply() does not all-reduce again
             return loss
 
         if strategy is None:
@@ -114,7 +120,8 @@ class TensorFlowStep:
             @tf.function(input_signature=[spec, tf.TensorSpec((), tf.float32)])
             def distributed(batch: dict[str, Any], n_global: Any) -> Any:
                 per = strategy.run(replica_step, args=(batch, n_global))
-                return strategy.reduce(tf.distribute.ReduceOp.MEAN, per, axis=None)
+                # Every replica holds the summed global loss already: no further cross-worker reduce.
+                return strategy.experimental_local_results(per)[0]
 
             self._fn = distributed
 
@@ -133,6 +140,31 @@ class TensorFlowStep:
 
     def set_learning_rate(self, lr: float) -> None:
         self._optimizer.learning_rate.assign(lr)
+
+    def warm_up(self, batch: dict[str, np.ndarray], n_global: int) -> None:
+        # Every variable the step touches: weights, dropout seed states, Adam's moments and iteration count.
+        variables = [*self.model.variables, *self._optimizer.variables]
+        saved = [np.array(v.numpy(), copy=True) for v in variables]
+        float(self(batch, n_global))  # float() waits for the step (and, across workers, for every peer)
+        for var, value in zip(variables, saved):
+            var.assign(value)
+
+    @property
+    def traces(self) -> int:
+        """How many times the step function was traced (1 whatever the batch shapes: dynamic signature)."""
+        return int(self._fn.experimental_get_tracing_count())
+
+    def stats(self) -> dict[str, int]:
+        """Traces so far and the cross-worker all-reduces in one step (counted in the traced graph, nested
+        functions included); call after training (an untraced step would be traced here)."""
+        if not self.traces:
+            return {"traces": 0}
+        graph = self._fn.get_concrete_function().graph
+        ops = [op.type for op in graph.get_operations()]
+        ops += [node.op for f in graph.as_graph_def().library.function for node in f.node_def]
+        return {"traces": self.traces,
+                "allreduces_per_step": sum(t.startswith("CollectiveReduce") or t == "CollectiveAllReduceV2"
+                                           for t in ops)}
 
     def sync_to_model(self) -> None:  # variables are updated in place
         return None
@@ -214,6 +246,26 @@ class JaxStep:
         self.sync_to_model()
         self._optimizer.learning_rate.assign(lr)
         self.reload_from_model()
+
+    def warm_up(self, batch: dict[str, np.ndarray], n_global: int) -> None:
+        # XLA compiles once per batch shape (several per epoch), so one warm-up call would buy little; the
+        # compiles stay in the first epoch's time on this backend.
+        return None
+
+    def stats(self) -> dict[str, int]:
+        return {}
+
+
+def _sum_gradients_once(optimizer: Any) -> None:
+    """Keras' TF optimizer all-reduces the gradients inside ``apply()`` when it runs in a replica context
+    (``_all_reduce_sum_gradients``). Our step has already summed them before clipping (clipping needs the
+    global norm), so a second all-reduce would double every step's traffic for nothing: this optimizer
+    applies what it is given. Fails loudly if a Keras upgrade renames the hook (the 2-worker tests would
+    then see the sum of sums)."""
+    if not callable(getattr(optimizer, "_all_reduce_sum_gradients", None)):
+        raise RuntimeError(f"{type(optimizer).__name__} has no _all_reduce_sum_gradients: this Keras version "
+                           "aggregates gradients differently; re-check TensorFlowStep's all-reduce")
+    optimizer._all_reduce_sum_gradients = lambda grads_and_vars: list(grads_and_vars)
 
 
 class _null:

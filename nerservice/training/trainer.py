@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,10 @@ class TrainOutcome:
     # The trained model as the loop left it (last epoch, every rank): lets a distributed runner check that
     # all workers ended with identical weights.
     model: Any = field(default=None, repr=False, compare=False)
+    # Where the run's wall time went, in seconds (``phase_timings``): what the scaling benchmark and the
+    # cost model (bench/scaling_model.py) split into fixed costs and training.
+    timings: dict[str, float] = field(default_factory=dict)
+    step_stats: dict[str, int] = field(default_factory=dict)  # TrainStep.stats(): traces, all-reduces per step
 
 
 def build_vocabularies(train: Sequence[Sentence], *, also_tags: Sequence[Sentence] = (),
@@ -105,6 +110,18 @@ def config_with_vectors(config: NerConfig, embeddings: str | Sequence[str] | Non
     return config if used == config.model.embeddings else config.with_overrides({"model.embeddings": used})
 
 
+def phase_timings(loop: Any) -> dict[str, float]:
+    """Seconds of an ``EpochLoop``'s phases: the step's warm-up (trace, collectives), the timed training
+    steps, the dev evaluations, and the rest (saves and checkpoints between epochs); plus training tokens.
+    Only this loop's epochs count (a resumed state's history holds earlier ones)."""
+    records = loop.state.history[len(loop.state.history) - loop.epochs_run:]
+    train_s = sum(r["train_seconds"] for r in records)
+    eval_s = sum(r["eval_seconds"] for r in records)
+    return {"warmup_s": loop.warmup_seconds, "train_s": train_s, "eval_s": eval_s,
+            "epoch_other_s": max(loop.seconds - loop.warmup_seconds - train_s - eval_s, 0.0),
+            "train_tokens": float(sum(r["train_tokens"] for r in records))}
+
+
 def train(
     config: NerConfig,
     *,
@@ -146,12 +163,14 @@ def train(
     from nerservice.training.loop import EpochLoop
     from nerservice.training.steps import make_train_step
 
+    clock = time.perf_counter()
     config = config_with_vectors(config, embeddings)
     out = Path(out_dir)
     others = list(dev_data) + list(test_data or [])
     vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_data, others, embeddings, progress=progress)
     if distillation is not None:
         vocabs = dataclasses.replace(vocabs, tags=distillation.tags)
+    timings = {"vectors_s": time.perf_counter() - clock}
     chief = rank == 0
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
     with scope:
@@ -175,6 +194,11 @@ def train(
     if state is not None:
         step.reload_from_model()  # the JAX step keeps its own copies of the state
         print(f"resuming from {out / CHECKPOINT} after epoch {state.epoch}", flush=True)
+    timings["build_s"] = time.perf_counter() - clock - timings["vectors_s"]
+    if dev_data:  # trace the predictor now, not inside epoch 1's dev evaluation
+        w0 = time.perf_counter()
+        predictor.predict_tags([dev_data[0].tokens])
+        timings["eval_warmup_s"] = time.perf_counter() - w0
     def evaluate() -> dict[str, Any]:
         if dev_gather is not None and world > 1:
             from nerservice.training.sharded_eval import sharded_evaluator
@@ -192,11 +216,14 @@ def train(
             for cb in callbacks:
                 cb.on_epoch(record, is_best)
     history = loop.state.history
+    timings.update(phase_timings(loop))
     best_epoch = loop.state.epoch if keep == "last" else loop.state.best_epoch  # the epoch of the kept model
     if not chief:
         return TrainOutcome(out_dir=out, best_dir=checkpointer.best_dir, best_epoch=best_epoch, dev=loop.last_dev,
                             test=None, history=history, stopped_reason=loop.stopped_reason, seconds=loop.seconds,
-                            lineage=lineage, vocab_stats=vocab_stats, model=model)
+                            lineage=lineage, vocab_stats=vocab_stats, model=model, timings=timings,
+                            step_stats=step.stats())
+    final_clock = time.perf_counter()
 
     best = checkpointer.load_kept()
     dev_metrics = checkpointer.kept_dev()  # evaluated once, in its epoch, on the weights the kept model holds
@@ -206,9 +233,11 @@ def train(
     if test_metrics is not None:
         metrics["test"] = test_metrics
     checkpointer.finish(best, loop.state, metrics)
+    timings["final_s"] = time.perf_counter() - final_clock  # load the kept model, test evaluation, last writes
     outcome = TrainOutcome(out_dir=out, best_dir=checkpointer.best_dir, best_epoch=best_epoch, dev=dev_metrics,
                            test=test_metrics, history=history, stopped_reason=loop.stopped_reason,
-                           seconds=loop.seconds, lineage=lineage, vocab_stats=vocab_stats, model=model)
+                           seconds=loop.seconds, lineage=lineage, vocab_stats=vocab_stats, model=model,
+                           timings=timings, step_stats=step.stats())
     for cb in callbacks:
         cb.on_end(outcome)
     return outcome

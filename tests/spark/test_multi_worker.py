@@ -1,6 +1,7 @@
 """Multi-corpus training in the barrier task body (no Spark: ``run_local``'s FolderBarrier): two
 TensorFlow workers with the synchronous all-reduce end with identical weights and the losses of one worker, and
-rank 0 writes a multi-corpus model with one head per corpus."""
+rank 0 writes a multi-corpus model with one head per corpus; each worker's step is traced once and
+all-reduces once per step."""
 from __future__ import annotations
 
 import json
@@ -45,5 +46,10 @@ def test_two_workers_train_one_multi_corpus_model(tmp_path: Path) -> None:
     assert two[0]["shard_epoch1"]["sentences"] + two[1]["shard_epoch1"]["sentences"] == \
         one[0]["shard_epoch1"]["sentences"]
     assert set(two[0]["dev"]["per_corpus"]) == {"dis", "chem"}
+    # One trace per worker, and one all-reduce per step in it (the gradients with the loss in one pack; Keras'
+    # optimizer would otherwise all-reduce the gradients a second time inside apply()).
+    assert [r["step"] for r in two] == [{"traces": 1, "allreduces_per_step": 1}] * 2
+    assert one[0]["step"] == {"traces": 1, "allreduces_per_step": 0}
+    assert all(r["timings"]["warmup_s"] > 0 and r["timings"]["train_s"] > 0 for r in two)
     manifest = json.loads((tmp_path / "world2" / "model-best" / "manifest.json").read_text())
     assert manifest["format"] == MULTI_FORMAT

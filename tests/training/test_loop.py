@@ -145,3 +145,23 @@ def test_a_state_that_already_ran_out_of_patience_does_nothing(data, step) -> No
     state = LoopState(epoch=4, best_f1=0.5, best_epoch=2, bad_epochs=2, history=[{"epoch": i} for i in range(1, 5)])
     result = run_epochs(step, vocabs, cfg, train[:8], evaluate=_scripted([]), state=state, progress=False)
     assert result.stopped_reason == "patience" and result.state.epoch == 4 and len(result.state.history) == 4
+
+
+def test_the_warm_up_step_leaves_training_unchanged_and_the_step_traces_once(data) -> None:
+    """The loop runs one step before epoch 1's clock starts (trace, collectives' setup) and restores every
+    variable: weights, Adam's moments and iteration count, the dropout seed state. So a run with the
+    warm-up ends bit-identical to one without; and batches of every shape, the last partial one included,
+    run through the one trace (dynamic signature: no retracing)."""
+    from nerservice.training.loop import run_epochs
+
+    train, _, vocabs = data
+    cfg = _config(epochs=2, batch_size=6).with_overrides({"model.dropout": 0.3})
+    weights, traces = {}, {}
+    for warm in (False, True):
+        model, step = _fresh(cfg, vocabs)
+        result = run_epochs(step, vocabs, cfg, train[:27], evaluate=_scripted([0.1, 0.2]), progress=False,
+                            warm_up=warm)
+        weights[warm], traces[warm] = model.get_weights(), step.traces
+        assert result.state.history[-1]["train_tokens"] == sum(len(s.tokens) for s in train[:27])
+    assert all(np.array_equal(a, b) for a, b in zip(weights[False], weights[True]))
+    assert traces == {False: 1, True: 1}
