@@ -67,21 +67,47 @@ def step_times(args: argparse.Namespace) -> dict[str, Any]:
         batches = [enc.batch(idx, policy) for idx in plan[:args.warmup + args.steps]]
         for batch in batches[:args.warmup]:
             float(step(batch, b))
-        times, tokens = [], []
+        times, tokens, padded = [], [], []
         for batch in batches[args.warmup:]:
             t0 = time.perf_counter()
             float(step(batch, b))  # float() waits for the step
             times.append(time.perf_counter() - t0)
             tokens.append(int(batch["lengths"].sum()))
+            padded.append(int(batch["token_ids"].size))  # rows x padded time steps: what the LSTMs run
         s = sum(times)
-        rows.append({"batch": b, "steps": len(times), "median_step_s": statistics.median(times),
+        rows.append({"batch": b, "steps": len(times), "step_s": times, "padded_tokens": padded,
+                     "median_step_s": statistics.median(times),
                      "mean_step_s": s / len(times), "tokens_per_s": sum(tokens) / s,
-                     "tokens_per_step": sum(tokens) / len(tokens)})
+                     "tokens_per_step": sum(tokens) / len(tokens), "padded_tokens_per_step": sum(padded) / len(padded)})
         print(json.dumps(rows[-1]), flush=True)
     return {"what": "step", "corpus": str(args.corpus), "threads": 1, "rows": rows,
+            "plan": plan_stats(lengths, config, [1, 2, 4, 8, 16, 32, 64]),
             "steps_per_epoch_at_32": len(epoch_plan(lengths, config, 0)), "train_tokens": sum(lengths),
             "dev_tokens": sum(len(s.tokens) for s in read_corpus(os.path.join(args.corpus, "devel.tsv")).sentences),
             "train_sentences": len(lengths), **gradient_bytes_of(model), "loadavg": os.getloadavg()}
+
+
+def plan_stats(lengths: list[int], config: Any, workers: list[int]) -> list[dict[str, Any]]:
+    """The real epoch plan of ``--scaling grow`` for N workers (global batch 32 N, each worker rows
+    rank::N, its time axis padded to its own longest sentence): steps per epoch and, per step, the padded
+    tokens of the busiest worker (a synchronous step waits for it). No timing: the cost model turns these
+    into seconds with the fitted step cost."""
+    import numpy as np
+
+    from nerservice.text.features import round_up
+    from nerservice.training.loop import epoch_plan
+    from nerservice.training.scaling import scale_config
+
+    lens = np.asarray(lengths)
+    out = []
+    for n in workers:
+        cfg = scale_config(config, n, "grow")
+        plan = epoch_plan(lengths, cfg, 0, n)
+        busiest = [max(len(idx[r::n]) * round_up(int(lens[idx[r::n]].max()), cfg.training.bucket_size)
+                       for r in range(n) if len(idx[r::n])) for idx in plan]
+        out.append({"workers": n, "steps": len(plan), "padded_tokens_busiest": float(np.mean(busiest)),
+                    "tokens": int(sum(int(lens[idx].sum()) for idx in plan))})
+    return out
 
 
 def gradient_bytes_of(model: Any) -> dict[str, int]:
@@ -152,7 +178,7 @@ def main() -> None:
     st.add_argument("--warmup", type=int, default=2)
     st.add_argument("--steps", type=int, default=8)
     ar = sub.add_parser("allreduce")
-    ar.add_argument("--sizes", type=int, nargs="+", default=[4096, 65536, 1 << 20, 4 << 20, 16 << 20])
+    ar.add_argument("--sizes", type=int, nargs="+", default=[4096, 65536, 1 << 20, 4 << 20, 8 << 20, 16 << 20])
     ar.add_argument("--reps", type=int, default=7)
     for p in (st, ar):
         p.add_argument("--json-out")

@@ -2,29 +2,39 @@
 
     .venv/bin/python bench/scaling_model.py --results bench/results/scaling [--plot F.png] [--json-out F]
 
-Per step of ``--scaling grow`` (every worker a full batch of b sentences):
+Per step of ``--scaling grow`` (every worker a full batch of b = 32 sentences, N workers):
 
-    t_step(N) = t_compute(b) + t_allreduce(N, G)
-    t_compute(b)      = c0 + c1 * b                              (fitted: cpu-step.json, one core per worker)
-    t_allreduce(N, G) = 2 (N-1) alpha + 2 (N-1)/N * G / beta     (ring all-reduce of G gradient bytes;
-                        alpha, beta fitted on two workers over loopback: cpu-allreduce.json)
+    t_step(N)  = c0 + c1 * P(N) + k * AR(N, G)
+    P(N)       padded tokens (rows x padded time steps) of the busiest worker's slice, averaged over the real
+               epoch plan (cpu-step.json "plan": a synchronous step waits for its slowest worker)
+    AR(N, G)   = 2 (N-1) alpha + 2 (N-1)/N * G / beta      (ring all-reduce of G gradient bytes)
+    k          all-reduces of the gradients per step: 1 (the job summary's step.allreduces_per_step; it was 2
+               before the Keras optimizer's own all-reduce was switched off)
 
-and per job of E epochs over a corpus with S_1 global batches of 32 per epoch:
+c0, c1 are fitted on every timed step of ``scaling_bench.py step`` (one core); alpha, beta on two workers over
+loopback (``scaling_bench.py allreduce``); both by relative least squares (each point's error counts in
+percent, so the small sizes are not ignored). Per job of E epochs:
 
-    T_job(N) = F_job + E * (S_1 / N * t_step(N) + F_epoch)
+    T_job(N) = F_job + W(N) + E * (steps(N) * t_step(N) + V(N) + S)
+    V(N)     = v0 + v1 / N       dev evaluation, sharded across the workers (fitted on the 1- and 2-worker runs)
+    S        the chief's saves and checkpoint per epoch (the other workers wait for it in the next step)
+    W(N)     the one-time warm-up step (trace, graph optimisation, collectives' setup, waiting for the slowest
+             peer): W(1), W(2) measured; W(N > 2) = W(2) (one ring, set up by all workers at once: assumed)
+    F_job    everything else (spark-submit and session, splits, Python workers, imports, vectors, model build,
+             predictor trace, final test evaluation and save): wall time of the 1-worker run minus the rest
 
-F_job (Spark session, executors, broadcast, imports, model build, final evaluation and save) and F_epoch
-(dev evaluation, which every worker runs on the whole dev set, plus the chief's saves and checkpoint) come
-from real ``spark_jobs/train.py --scaling grow`` runs (spark-grow.json). Efficiency(N) =
-T_job(1) / (N * T_job(N)) at equal epochs; "training efficiency" leaves F_job and F_epoch out.
+All of F_job, W, V, S come from real ``spark_jobs/train.py --scaling grow`` runs (spark-grow.json); the
+epoch times of those runs are *predicted* from the component benchmarks and compared with what they measured.
+Efficiency(N) = T_job(1) / (N * T_job(N)) at equal epochs; "training efficiency" is the steps only.
 
 Scenarios for prediction: CPU workers (our step, one core each) and GPU workers (the H200's measured step
-time at a per-worker batch of 256) on 10 GbE (1.17 GB/s payload, +25 us per message on top of the loopback
+at a per-worker batch of 256) on 10 GbE (1.17 GB/s payload, +25 us per message on top of the loopback
 software latency) — stated assumptions, not measurements.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import math
 from pathlib import Path
@@ -36,9 +46,12 @@ TEN_GBE_BYTES_PER_S = 1.17e9  # 10 Gb/s minus Ethernet/IP/TCP framing
 NET_LATENCY_S = 25e-6  # switch + NIC per message, on top of the software latency measured on loopback
 
 
-def fit_line(x: list[float], y: list[float]) -> tuple[float, float]:
-    """Least squares y = a + b x."""
-    b, a = np.polyfit(np.asarray(x, float), np.asarray(y, float), 1)
+def fit_relative(x: list[float], y: list[float]) -> tuple[float, float]:
+    """y = a + b x minimising the squared *relative* errors ((a + b x - y) / y)^2."""
+    xs, ys = np.asarray(x, float), np.asarray(y, float)
+    w = 1.0 / ys
+    design = np.stack([w, xs * w], axis=1)
+    (a, b), *_ = np.linalg.lstsq(design, np.ones_like(ys), rcond=None)
     return float(a), float(b)
 
 
@@ -48,95 +61,144 @@ def allreduce_s(n: int, grad_bytes: float, alpha: float, beta: float) -> float:
     return 2 * (n - 1) * alpha + 2 * (n - 1) / n * grad_bytes / beta
 
 
+def _mean(xs: list[float]) -> float:
+    return float(np.mean(xs)) if xs else 0.0
+
+
 class Model:
     def __init__(self, step: dict[str, Any], allreduce: dict[str, Any], spark: dict[str, Any]) -> None:
-        rows = step["rows"]
-        self.c0, self.c1 = fit_line([r["batch"] for r in rows], [r["median_step_s"] for r in rows])
-        a, inv_beta = fit_line([r["bytes"] for r in allreduce["rows"]], [r["median_s"] for r in allreduce["rows"]])
+        xs = [p for r in step["rows"] for p in r["padded_tokens"]]
+        ys = [t for r in step["rows"] for t in r["step_s"]]
+        self.c0, self.c1 = fit_relative(xs, ys)
+        a, inv_beta = fit_relative([r["bytes"] for r in allreduce["rows"]], [r["median_s"] for r in allreduce["rows"]])
         self.alpha, self.beta = max(a / 2, 1e-6), 1.0 / max(inv_beta, 1e-15)
         self.grad_bytes = step["gradient_bytes"]
-        w1 = spark["w1"]
-        # The Spark runs' corpus (steps of global batch 32 per epoch, tokens) ...
-        self.steps_32, self.tokens = w1["steps_epoch1"], w1["train_tokens"]
-        self.f_epoch = float(np.mean(w1["eval_seconds"]))
-        self.f_job = w1["wall_s"] - sum(w1["epoch_seconds"]) - sum(w1["eval_seconds"])
+        self.plan = {p["workers"]: p for p in step["plan"]}
+        self.n_sentences = step["train_sentences"]
+        w1, w2 = spark["w1"], spark["w2"]
+        self.k = (w2.get("step") or {}).get("allreduces_per_step", 1)
+        self.epochs_measured = len(w1["epoch_seconds"])
+        ev1, ev2 = _mean(w1["eval_seconds"]), _mean(w2["eval_seconds"])
+        self.v1 = 2 * (ev1 - ev2)  # V(1) = v0 + v1, V(2) = v0 + v1 / 2
+        self.v0 = ev1 - self.v1
+        self.save_s = _mean([r["phases"]["rank0"]["epoch_other_s"] / len(r["epoch_seconds"]) for r in (w1, w2)])
+        self.warmup = {1: w1["training_phase"]["warmup_s"], 2: w2["training_phase"]["warmup_s"]}
+        self.f_job = (w1["wall_s"] - self.warmup[1] - sum(w1["epoch_seconds"]) - sum(w1["eval_seconds"])
+                      - self.save_s * self.epochs_measured)
         self.spark_submit_s = w1["wall_s"] - w1["job_s"]  # spark-submit, JVM and session around the job
-        # ... and the corpus the predictions are for (the step benchmark's: all of NCBI-disease); dev
-        # evaluation time grows with the dev set, the per-job costs are taken as they were measured.
-        self.full_steps_32 = step["steps_per_epoch_at_32"]
-        self.full_eval_scale = step.get("dev_tokens", w1["dev_tokens"]) / w1["dev_tokens"]
 
-    def for_full_corpus(self) -> Model:
-        import copy
+    def steps(self, n: int, b: int = 32) -> int:
+        if b == 32 and n in self.plan:
+            return int(self.plan[n]["steps"])
+        return math.ceil(self.n_sentences / (b * n))
 
-        m = copy.copy(self)
-        m.steps_32, m.f_epoch = self.full_steps_32, self.f_epoch * self.full_eval_scale
-        return m
+    def padded(self, n: int, b: int = 32) -> float:
+        if b == 32 and n in self.plan:
+            return float(self.plan[n]["padded_tokens_busiest"])
+        if 1 not in self.plan:  # a step cost given per step (GPU scenario: c1 = 0)
+            return 0.0
+        return float(self.plan[1]["padded_tokens_busiest"]) * b / 32  # same length mix, b rows
 
-    def compute_s(self, b: int) -> float:
-        return self.c0 + self.c1 * b
+    def compute_s(self, n: int, b: int = 32) -> float:
+        return self.c0 + self.c1 * self.padded(n, b)
 
-    def epoch_train_s(self, n: int, *, b: int = 32, alpha: float | None = None, beta: float | None = None,
-                      compute_s: float | None = None, grad_bytes: float | None = None) -> float:
-        steps = self.steps_32 * 32 / (b * n)
-        t = (compute_s if compute_s is not None else self.compute_s(b)) + allreduce_s(
-            n, grad_bytes if grad_bytes is not None else self.grad_bytes, alpha if alpha is not None else self.alpha,
-            beta if beta is not None else self.beta)
-        return steps * t
+    def step_s(self, n: int, *, b: int = 32, alpha: float | None = None, beta: float | None = None,
+               k: int | None = None) -> float:
+        ar = allreduce_s(n, self.grad_bytes, self.alpha if alpha is None else alpha, self.beta if beta is None else beta)
+        return self.compute_s(n, b) + (self.k if k is None else k) * ar
 
-    def job_s(self, n: int, epochs: int, *, f_job: float | None = None, f_epoch: float | None = None,
-              shard_eval: bool = False, **kw: Any) -> float:
-        fe = self.f_epoch if f_epoch is None else f_epoch
-        return (self.f_job if f_job is None else f_job) + epochs * (
-            self.epoch_train_s(n, **kw) + (fe / n if shard_eval else fe))
+    def epoch_train_s(self, n: int, **kw: Any) -> float:
+        return self.steps(n, kw.get("b", 32)) * self.step_s(n, **kw)
+
+    def eval_s(self, n: int) -> float:
+        return self.v0 + self.v1 / n
+
+    def warmup_s(self, n: int) -> float:
+        return self.warmup[min(n, 2)]
+
+    def job_s(self, n: int, epochs: int, *, f_job: float | None = None, **kw: Any) -> float:
+        fixed = self.f_job if f_job is None else f_job
+        return fixed + self.warmup_s(n) + epochs * (self.epoch_train_s(n, **kw) + self.eval_s(n) + self.save_s)
+
+
+def _err(pred: float, meas: float) -> float:
+    return pred / meas - 1
+
+
+def check_components(m: Model, step: dict[str, Any], allreduce: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    steps = [{"batch": r["batch"], "measured_mean_s": r["mean_step_s"],
+              "predicted_s": m.c0 + m.c1 * r["padded_tokens_per_step"],
+              "error": _err(m.c0 + m.c1 * r["padded_tokens_per_step"], r["mean_step_s"])} for r in step["rows"]]
+    ars = [{"bytes": r["bytes"], "measured_s": r["median_s"],
+            "predicted_s": 2 * m.alpha + r["bytes"] / m.beta,  # N = 2: 2 (N-1) alpha + 2 (N-1)/N G / beta
+            "error": _err(2 * m.alpha + r["bytes"] / m.beta, r["median_s"])} for r in allreduce["rows"]]
+    return {"step": steps, "allreduce": ars}
 
 
 def check_against_spark(m: Model, spark: dict[str, Any]) -> list[dict[str, Any]]:
-    """The model's figures for the measured Spark runs (1 and 2 workers, grow mode)."""
+    """The model's figures for the measured Spark runs (1 and 2 workers, grow mode): every epoch's training
+    seconds (predicted from the component benchmarks alone), the training-phase throughput and the job."""
     out = []
     for key, n in (("w1", 1), ("w2", 2)):
         run = spark[key]
         epochs = len(run["epoch_seconds"])
         pred_epoch = m.epoch_train_s(n)
-        meas_epoch = float(run["epoch_seconds"][-1])  # steady state: epoch 1 also traces the step graph
-        pred_job = m.job_s(n, epochs)
-        out.append({"workers": n, "epochs": epochs, "measured_last_epoch_train_s": meas_epoch,
-                    "predicted_epoch_train_s": pred_epoch, "epoch_error": pred_epoch / meas_epoch - 1,
-                    "measured_job_s": run["wall_s"], "predicted_job_s": pred_job,
-                    "job_error": pred_job / run["wall_s"] - 1,
-                    "measured_train_tokens_per_s": run["train_tokens_per_s"],
-                    "predicted_train_tokens_per_s": m.tokens / pred_epoch})
+        phase = run["training_phase"]
+        pred_tps = phase["tokens"] / (epochs * pred_epoch)
+        out.append({"workers": n, "epochs": epochs, "steps_per_epoch": run["steps_epoch1"],
+                    "steps_per_epoch_model": m.steps(n),
+                    "measured_epoch_train_s": run["epoch_seconds"], "predicted_epoch_train_s": pred_epoch,
+                    "epoch_errors": [_err(pred_epoch, e) for e in run["epoch_seconds"]],
+                    "measured_training_tokens_per_s": phase["tokens_per_s"], "predicted_training_tokens_per_s": pred_tps,
+                    "training_tokens_per_s_error": _err(pred_tps, phase["tokens_per_s"]),
+                    "measured_eval_s": run["eval_seconds"], "predicted_eval_s": m.eval_s(n),
+                    "measured_job_s": run["wall_s"], "predicted_job_s": m.job_s(n, epochs),
+                    "job_error": _err(m.job_s(n, epochs), run["wall_s"])})
     return out
 
 
 def predictions(m: Model, gpu: dict[str, Any], *, epochs: int, workers: list[int]) -> list[dict[str, Any]]:
     alpha_net = m.alpha + NET_LATENCY_S
     beta_net = 1.0 / (1.0 / m.beta + 1.0 / TEN_GBE_BYTES_PER_S)  # software copy and wire in series
-    gpu_step = gpu["tokens_per_step"] / gpu["tokens_per_s"]
-    cpu = {"alpha": alpha_net, "beta": beta_net}
-    # GPU workers: their own measured fixed costs (the task body on the H200: compiles, dev evaluation on the
-    # GPU) plus Spark's submission overhead measured here.
-    gpu_kw = {"alpha": NET_LATENCY_S + 20e-6, "beta": TEN_GBE_BYTES_PER_S, "compute_s": gpu_step,
-              "grad_bytes": gpu["gradient_bytes"], "f_job": gpu["f_job_s"] + m.spark_submit_s, "f_epoch": gpu["f_epoch_s"]}
+    net = {"alpha": alpha_net, "beta": beta_net}
+    # GPU workers: the H200's step and its own fixed costs (compiles, dev evaluation on the GPU) plus
+    # Spark's submission overhead measured here; one all-reduce per step (XLA inserts it).
+    g = copy.copy(m)
+    g.c0, g.c1, g.grad_bytes, g.k = gpu["tokens_per_step"] / gpu["tokens_per_s"], 0.0, gpu["gradient_bytes"], 1
+    g.plan = {}
+    g.v0, g.v1, g.save_s, g.warmup = gpu["f_epoch_s"], 0.0, 0.0, {1: 0.0, 2: 0.0}
+    g.f_job = gpu["f_job_s"] + m.spark_submit_s
+    scenarios: list[tuple[str, Model, dict[str, Any]]] = [
+        ("CPU workers (1 core), 10 GbE", m, {**net}),
+        ("CPU workers, 10 GbE, as before this session (2 all-reduces per step)", m, {**net, "k": 2}),
+        ("GPU workers (H200, batch 256 each), 10 GbE", g, {"alpha": NET_LATENCY_S + 20e-6,
+                                                          "beta": TEN_GBE_BYTES_PER_S, "b": gpu["batch"]}),
+    ]
     rows = []
-    for scenario, kw, b, job_kw in (
-        ("CPU workers (1 core), 10 GbE", cpu, 32, {}),
-        ("CPU workers, 10 GbE, dev evaluation sharded", cpu, 32, {"shard_eval": True}),
-        ("GPU workers (H200), 10 GbE", gpu_kw, gpu["batch"], {}),
-    ):
-        step_kw = {k: v for k, v in kw.items() if k not in ("f_job", "f_epoch")}
-        job_kw = {**job_kw, **{k: v for k, v in kw.items() if k in ("f_job", "f_epoch")}}
-        t1 = m.job_s(1, epochs, b=b, **step_kw, **job_kw)
-        e1 = m.epoch_train_s(1, b=b, **step_kw)
+    for name, model, kw in scenarios:
+        t1, e1 = model.job_s(1, epochs, **kw), model.epoch_train_s(1, **kw)
         for n in workers:
-            tn, en = m.job_s(n, epochs, b=b, **step_kw, **job_kw), m.epoch_train_s(n, b=b, **step_kw)
-            rows.append({"scenario": scenario, "workers": n, "per_worker_batch": b, "global_batch": b * n,
-                         "job_s": tn, "speedup": t1 / tn, "efficiency": t1 / (n * tn),
-                         "training_efficiency": e1 / (n * en),
-                         "allreduce_share": allreduce_s(n, kw.get("grad_bytes", m.grad_bytes), kw["alpha"], kw["beta"])
-                         / (kw.get("compute_s", m.compute_s(b)) + allreduce_s(n, kw.get("grad_bytes", m.grad_bytes),
-                                                                               kw["alpha"], kw["beta"]))})
+            tn, en = model.job_s(n, epochs, **kw), model.epoch_train_s(n, **kw)
+            st = model.step_s(n, **kw)
+            rows.append({"scenario": name, "workers": n, "per_worker_batch": kw.get("b", 32),
+                         "global_batch": kw.get("b", 32) * n, "job_s": tn, "speedup": t1 / tn,
+                         "efficiency": t1 / (n * tn), "training_efficiency": e1 / (n * en),
+                         "allreduce_share": 1 - model.compute_s(n, kw.get("b", 32)) / st})
     return rows
+
+
+def fixed_cost_for(m: Model, target: float, n: int, epochs: int, **kw: Any) -> float | None:
+    """The per-job fixed cost F_job at which N workers reach ``target`` efficiency (None: not even at 0)."""
+    def eff(f: float) -> float:
+        return m.job_s(1, epochs, f_job=f, **kw) / (n * m.job_s(n, epochs, f_job=f, **kw))
+
+    if eff(0.0) < target:
+        return None
+    lo, hi = 0.0, 10_000.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if eff(mid) >= target else (lo, mid)
+    return lo
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
@@ -156,8 +218,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("efficiency = T(1) / (N T(N))")
     ax.set_ylim(0, 1.05)
     ax.axhline(0.8, color="grey", linewidth=0.5)
-    ax.legend(fontsize=7)
-    ax.set_title("Predicted scaling (cost model fitted on this machine)", fontsize=9)
+    ax.legend(fontsize=6)
+    ax.set_title("Predicted scaling (cost model fitted on this machine, quiet)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -165,7 +227,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--results", type=Path, default=Path(__file__).parent / "results" / "scaling")
-    ap.add_argument("--epochs", type=int, default=30, help="epochs of the predicted jobs (default config: 30)")
+    ap.add_argument("--epochs", type=int, default=40, help="epochs of the predicted jobs (default config: 40)")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
     ap.add_argument("--plot", type=Path)
     ap.add_argument("--json-out", type=Path)
@@ -176,23 +238,34 @@ def main() -> None:
     spark = json.loads((r / "spark-grow.json").read_text())
     gpu = json.loads((r / "gpu-step.json").read_text())
     m = Model(step, allreduce, spark)
-    fitted = {"c0_s": m.c0, "c1_s_per_sentence": m.c1, "alpha_s": m.alpha, "beta_bytes_per_s": m.beta,
-              "gradient_bytes": m.grad_bytes, "F_job_s": m.f_job, "F_epoch_s": m.f_epoch,
-              "steps_per_epoch_at_32": m.steps_32, "spark_submit_s": m.spark_submit_s}
+    fitted = {"c0_s": m.c0, "c1_s_per_padded_token": m.c1, "alpha_s": m.alpha, "beta_bytes_per_s": m.beta,
+              "gradient_bytes": m.grad_bytes, "allreduces_per_step": m.k, "F_job_s": m.f_job,
+              "warmup_s": m.warmup, "eval_v0_s": m.v0, "eval_v1_s": m.v1, "save_per_epoch_s": m.save_s,
+              "spark_submit_s": m.spark_submit_s, "steps_per_epoch": {n: p["steps"] for n, p in m.plan.items()}}
+    components = check_components(m, step, allreduce)
     check = check_against_spark(m, spark)
-    preds = predictions(m.for_full_corpus(), gpu, epochs=args.epochs, workers=args.workers)
-    out = {"fitted": fitted, "check": check, "predictions": preds}
+    preds = predictions(m, gpu, epochs=args.epochs, workers=args.workers)
+    net = {"alpha": m.alpha + NET_LATENCY_S, "beta": 1.0 / (1.0 / m.beta + 1.0 / TEN_GBE_BYTES_PER_S)}
+    levers = {"F_job_for_0.8_at_8": fixed_cost_for(m, 0.8, 8, args.epochs, **net)}
+    out = {"fitted": fitted, "components": components, "check": check, "predictions": preds, "levers": levers}
     print(json.dumps(fitted, indent=1))
+    for name, rows in components.items():
+        print(f"{name}: errors " + ", ".join(f"{100 * x['error']:+.1f}%" for x in rows))
     for c in check:
-        print(f"{c['workers']} worker(s): last epoch {c['measured_last_epoch_train_s']:.1f}s measured, "
-              f"{c['predicted_epoch_train_s']:.1f}s predicted ({100 * c['epoch_error']:+.1f}%); job "
-              f"{c['measured_job_s']:.0f}s / {c['predicted_job_s']:.0f}s ({100 * c['job_error']:+.1f}%)")
-    print("| scenario | N | global batch | job (30 epochs) | speedup | efficiency | training efficiency | all-reduce share |")
+        print(f"{c['workers']} worker(s): epochs {', '.join(f'{e:.1f}' for e in c['measured_epoch_train_s'])} s "
+              f"measured, {c['predicted_epoch_train_s']:.1f} s predicted "
+              f"({', '.join(f'{100 * e:+.1f}%' for e in c['epoch_errors'])}); training "
+              f"{c['measured_training_tokens_per_s']:.0f} / {c['predicted_training_tokens_per_s']:.0f} tokens/s "
+              f"({100 * c['training_tokens_per_s_error']:+.1f}%); job {c['measured_job_s']:.0f} / "
+              f"{c['predicted_job_s']:.0f} s ({100 * c['job_error']:+.1f}%)")
+    print(f"| scenario | N | global batch | job ({args.epochs} epochs) | speedup | efficiency | training efficiency "
+          "| all-reduce share |")
     print("|---|---|---|---|---|---|---|---|")
     for p in preds:
         print(f"| {p['scenario']} | {p['workers']} | {p['global_batch']} | {p['job_s'] / 60:.1f} min | "
               f"{p['speedup']:.2f} | {p['efficiency']:.2f} | {p['training_efficiency']:.2f} | "
               f"{100 * p['allreduce_share']:.1f} % |")
+    print(json.dumps(levers))
     if args.plot:
         plot(preds, args.plot)
     if args.json_out:

@@ -112,8 +112,13 @@ def _preprocess(cluster: SparkCluster, c: Path, prep: Path, results: dict[str, A
     return stats
 
 
-def _train_record(summary: dict[str, Any], wall: float) -> dict[str, Any]:
+def _train_record(summary: dict[str, Any], wall: float, load_before: tuple[float, ...]) -> dict[str, Any]:
+    """One train.py job. Throughput is ``training_phase.tokens_per_s``: training tokens of every epoch over
+    the epochs' timed steps (not dev evaluation, not the one-time warm-up, which is ``training_phase.warmup_s``);
+    ``wall_s`` is the whole spark-submit, ``phases`` where the rest went."""
     return {"wall_s": wall, "job_s": summary["seconds"], "test_f1": summary["test"]["micro"]["f1"],
+            "training_phase": summary["training_phase"], "phases": summary["phases"], "step": summary.get("step"),
+            "loadavg_before": load_before,
             "dev_f1": summary["dev"]["micro"]["f1"], "best_epoch": summary["best_epoch"],
             "train_tokens_per_s": summary["train_tokens_per_s"], "job_tokens_per_s": summary["job_tokens_per_s"],
             "epoch_seconds": [h["train_seconds"] for h in summary["history"]],
@@ -121,6 +126,16 @@ def _train_record(summary: dict[str, Any], wall: float) -> dict[str, Any]:
             "loadavg_after": os.getloadavg(), "steps_epoch1": summary["workers"][0]["shard_epoch1"]["steps"],
             "train_tokens": summary["data"]["train"]["tokens"], "dev_tokens": summary["data"]["dev"]["tokens"],
             "weights_identical": summary["weights_identical"], "model_dir": summary["model_dir"]}
+
+
+def ratios(w1: dict[str, Any], w2: dict[str, Any]) -> dict[str, float]:
+    """2 workers vs 1: training-phase throughput (the target's measure), the same with the warm-up counted
+    as training time, and whole-job wall time (w1 / w2: > 1 = the 2-worker job is faster)."""
+    p1, p2 = w1["training_phase"], w2["training_phase"]
+    with_warmup = [p["tokens"] / (p["seconds"] + p["warmup_s"]) for p in (p1, p2)]
+    return {"training_phase_tokens_per_s": p2["tokens_per_s"] / p1["tokens_per_s"],
+            "training_phase_with_warmup": with_warmup[1] / with_warmup[0],
+            "job_wall": w1["wall_s"] / w2["wall_s"]}
 
 
 def main() -> None:
@@ -164,10 +179,15 @@ def main() -> None:
             if f"w{world}" in args.skip:
                 continue
             suffix = "_grow" if args.scaling == "grow" else ""
+            load = os.getloadavg()
             summary, wall = run(cluster, "spark_jobs/train.py", "--data", str(prep), "--out",
                                 str(work / f"train-w{world}{suffix}"), "--workers", str(world), "--no-resume",
                                 "--scaling", args.scaling, *set_args)
-            results[f"train_w{world}{suffix}"] = _train_record(summary, wall)
+            results[f"train_w{world}{suffix}"] = _train_record(summary, wall, load)
+            save()
+        suffix = "_grow" if args.scaling == "grow" else ""
+        if all(f"train_w{w}{suffix}" in results for w in (1, 2)):
+            results[f"ratio_w2_vs_w1{suffix}"] = ratios(results[f"train_w1{suffix}"], results[f"train_w2{suffix}"])
             save()
         if "core" not in args.skip:
             core, wall = core_train(c, work / "core", sets)
@@ -192,17 +212,20 @@ def main() -> None:
             texts = [" ".join(s.tokens) for s in sentences] * args.replicate
             src = work / "texts.jsonl"
             src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
+            load = os.getloadavg()
             pred, wall = run(cluster, "spark_jobs/predict.py", "--model", str(model_dir), "--input", str(src),
                              "--output", str(work / "preds"), "--overwrite", "--partitions", str(args.partitions),
                              "--runtime", args.predict_runtime)
             alone = in_process_runs(model_dir, src, 1)[0]
+            load_after = os.getloadavg()  # before the in-process runs below
             pair = in_process_runs(model_dir, src, 2)  # both cores busy, as during the Spark job
             cores = 2
             tokens = alone["tokens"]
             r = results["predict"] = {
                 "texts": len(texts), "tokens": tokens, "partitions": pred["partitions"], "wall_s": wall,
                 "infer_s": pred["infer_seconds"], "extract_s_all_tasks": pred["extract_seconds"],
-                "extractor_loads": pred["extractor_loads"],
+                "extractor_loads": pred["extractor_loads"], "runtime": args.predict_runtime,
+                "loadavg_before": load, "loadavg_after": load_after,
                 "spark_tokens_per_s_per_core": tokens / pred["infer_seconds"] / cores,
                 "spark_steady_tokens_per_s_per_core": tokens / pred["extract_seconds"],
                 "in_process_1_thread_alone": alone["tokens_per_s"],
@@ -213,15 +236,16 @@ def main() -> None:
             save()
         if "predict1" not in args.skip:  # the same job on one executor of one core (spark.cores.max=1)
             src = work / "texts.jsonl"
+            load = os.getloadavg()
             pred, wall = run(cluster, "spark_jobs/predict.py", "--model", str(model_dir),
                              "--input", str(src), "--output", str(work / "preds1"), "--overwrite", "--partitions",
-                             str(args.partitions), conf={"spark.cores.max": "1"})
+                             str(args.partitions), "--runtime", args.predict_runtime, conf={"spark.cores.max": "1"})
             tokens = results["predict"]["tokens"]
             results["predict_1_executor"] = {
                 "wall_s": wall, "infer_s": pred["infer_seconds"], "extract_s_all_tasks": pred["extract_seconds"],
                 "spark_tokens_per_s_per_core": tokens / pred["infer_seconds"],
-                "spark_steady_tokens_per_s_per_core": tokens / pred["extract_seconds"], "loadavg_after": os.getloadavg()}
-            results["predict"]["loadavg_after"] = results["predict"].get("loadavg_after")
+                "spark_steady_tokens_per_s_per_core": tokens / pred["extract_seconds"], "loadavg_before": load,
+                "loadavg_after": os.getloadavg(), "runtime": args.predict_runtime}
             save()
         if args.equivalence_epochs:
             eq_sets = ["--set", f"training.epochs={args.equivalence_epochs}",
@@ -243,7 +267,7 @@ def main() -> None:
             summary, wall = run(cluster, "spark_jobs/train.py", "--data", str(prep_w2v), "--out",
                                 str(work / "train-w1-w2v"), "--workers", "1", "--no-resume", "--embeddings",
                                 str(prep_w2v / "word2vec.txt"), *set_args)
-            results["train_w1_word2vec"] = {**_train_record(summary, wall), "word2vec": stats["word2vec"],
+            results["train_w1_word2vec"] = {**_train_record(summary, wall, os.getloadavg()), "word2vec": stats["word2vec"],
                                             "vocab": summary["vocab"]}
             save()
     finally:

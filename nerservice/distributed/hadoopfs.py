@@ -13,6 +13,14 @@ def _fs(spark: Any, uri: str) -> tuple[Any, Any]:
     return path.getFileSystem(sc._jsc.hadoopConfiguration()), path
 
 
+def local_path(spark: Any, uri: str) -> str | None:
+    """The local path ``uri`` resolves to (a scheme-less path is resolved against Hadoop's default
+    filesystem, which on a cluster is often HDFS), or None when it is not on the local filesystem."""
+    fs, path = _fs(spark, uri)
+    qualified = fs.makeQualified(path).toUri()
+    return str(qualified.getPath()) if qualified.getScheme() == "file" else None
+
+
 def join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/")] + [p.strip("/") for p in parts])
 

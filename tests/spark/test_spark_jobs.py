@@ -100,6 +100,14 @@ def test_two_workers_train_identical_weights_pinned_and_registered(trained, stor
     shards = [w["shard_epoch1"] for w in workers]
     assert shards[0]["global_sentences"] == sum(s["sentences"] for s in shards) == 398
     assert summary["epochs_completed"] == 4 and summary["resumed_from_epoch"] == 0
+    # The training phase counts every epoch's tokens over the timed steps only; the warm-up and the other
+    # fixed costs are reported beside it, for every rank.
+    phase, phases = summary["training_phase"], summary["phases"]
+    assert phase["tokens"] == 4 * summary["data"]["train"]["tokens"] and phase["warmup_s"] > 0
+    assert phase["tokens_per_s"] == pytest.approx(phase["tokens"] / phase["seconds"], rel=1e-3)
+    assert summary["step"] == {"traces": 1, "allreduces_per_step": 1}
+    assert len(phases["setup_s"]) == 2 and all(s > phase["warmup_s"] / 2 for s in phases["setup_s"])
+    assert phases["read_splits_s"] > 0 and phases["stage_s"] > phases["rank0"]["train_s"] + phases["rank0"]["eval_s"]
     assert summary["dev"]["micro"]["f1"] > 0.8
     assert summary["registered"]["name"] == MODEL_NAME and summary["registered"]["version"] == 1
     assert summary["promoted"]["done"]
