@@ -201,6 +201,13 @@ def fixed_cost_for(m: Model, target: float, n: int, epochs: int, **kw: Any) -> f
     return lo
 
 
+def breakdown(m: Model, n: int, epochs: int, **kw: Any) -> dict[str, float]:
+    """Where a predicted job's seconds go."""
+    return {"fixed": m.f_job, "warmup": m.warmup_s(n), "train_steps": epochs * m.epoch_train_s(n, **kw),
+            "of_which_allreduce": epochs * m.steps(n) * (m.step_s(n, **kw) - m.compute_s(n)),
+            "dev_eval": epochs * m.eval_s(n), "saves": epochs * m.save_s, "total": m.job_s(n, epochs, **kw)}
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -246,7 +253,11 @@ def main() -> None:
     check = check_against_spark(m, spark)
     preds = predictions(m, gpu, epochs=args.epochs, workers=args.workers)
     net = {"alpha": m.alpha + NET_LATENCY_S, "beta": 1.0 / (1.0 / m.beta + 1.0 / TEN_GBE_BYTES_PER_S)}
-    levers = {"F_job_for_0.8_at_8": fixed_cost_for(m, 0.8, 8, args.epochs, **net)}
+    levers = {"F_job_for_0.8_at_8": fixed_cost_for(m, 0.8, 8, args.epochs, **net),
+              "breakdown_8_workers_s": breakdown(m, 8, args.epochs, **net),
+              "breakdown_1_worker_s": breakdown(m, 1, args.epochs, **net),
+              # a per-worker batch of 64 (global 512 at N = 8): the learning-rate rule was measured to N = 8 only
+              "efficiency_8_b64_vs_1_b32": m.job_s(1, args.epochs, **net) / (8 * m.job_s(8, args.epochs, b=64, **net))}
     out = {"fitted": fitted, "components": components, "check": check, "predictions": preds, "levers": levers}
     print(json.dumps(fitted, indent=1))
     for name, rows in components.items():
