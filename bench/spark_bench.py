@@ -5,6 +5,11 @@ as JSON to WORK/results.json.
     .venv/bin/python bench/spark_bench.py --corpus /work/shared/data/corpora/NCBI-disease \\
         --work /tmp/nerservice-spark-bench --epochs 3
 
+Scaling (issue 19): ``--scaling grow --skip core`` trains 1 and 2 workers x 1 core with a full batch each and
+writes ``ratio_w2_vs_w1_grow``. Training throughput = training tokens of all epochs / the epochs' timed steps
+(``training_phase``: without dev evaluation and without the one-time warm-up step, which is reported beside
+it); whole-job wall time is reported too, with ``phases`` saying where it went.
+
 The corpus is read in place (never copied into the repo).  A standalone cluster of 2 workers x 1 core is
 started on 127.0.0.1 with the test suite's launcher (tests/spark/cluster.py) and stopped at the end.
 """
