@@ -75,6 +75,10 @@ class ForwardPredictor:
     differ only in the forward function, so they cannot drift in anything else."""
 
     runtime = "keras"  # what computes the emissions
+    # How ``emissions`` cuts a call into forward batches: by length rounded to ``bucket_size`` and at most
+    # ``token_budget`` padded tokens (a runtime may sort by exact length and cap batches lower, below).
+    exact_lengths = False
+    forward_tokens: int | None = None
 
     def __init__(self, forward: Forward, vocabs: Vocabularies, crf: CrfParams | None, *, policy: ShapePolicy,
                  max_word_length: int, batch_size: int = 256, token_budget: int = 8192, bucket_size: int = 8) -> None:
@@ -100,8 +104,10 @@ class ForwardPredictor:
         out = [np.zeros((0, k))] * len(sentences)
         nonempty = [i for i, s in enumerate(sentences) if len(s)]
         encoded = EncodedCorpus([sentences[i] for i in nonempty], self.vocabs, max_word_length=self.max_word_length)
+        budget = min(self.token_budget, self.forward_tokens or self.token_budget)
         for idx in bucketed_batches([len(sentences[i]) for i in nonempty], batch_size=self.batch_size,
-                                    bucket_size=self.bucket_size, seed=None, token_budget=self.token_budget):
+                                    bucket_size=1 if self.exact_lengths else self.bucket_size, seed=None,
+                                    token_budget=budget):
             batch = encoded.batch(idx, self.policy, with_tags=False)
             em = self._forward(batch)[: len(idx)].astype(np.float64)
             for row, (j, n) in enumerate(zip(idx, batch["lengths"][: len(idx)])):
