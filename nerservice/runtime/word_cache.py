@@ -27,15 +27,18 @@ class WordFeatureCache:
         self.hits = self.misses = 0
 
     @staticmethod
-    def _key(word_id: int, chars: np.ndarray) -> bytes:
-        n = int(np.count_nonzero(chars))  # real chars come first, padding (0) after
-        return int(word_id).to_bytes(4, "little", signed=True) + chars[:n].tobytes()
+    def keys(word_ids: np.ndarray, chars: np.ndarray) -> list[bytes]:
+        """One key per row: the bytes of (word id, char ids...) with trailing zero bytes stripped.  Real chars
+        are non-zero ids followed by padding zeros, so stripping makes a key independent of the batch's char
+        width and still unique (the stripped bytes, re-padded with zeros, give back the row)."""
+        rows = np.concatenate([np.asarray(word_ids, dtype=np.int32)[:, None], chars], axis=1)
+        return [r.tobytes().rstrip(b"\0") for r in rows]
 
     def features(self, word_ids: np.ndarray, word_chars: np.ndarray,
                  compute: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
         """Rows for every (word_ids[i], word_chars[i]); misses are computed in one ``compute`` call."""
         chars = np.ascontiguousarray(word_chars, dtype=np.int32)
-        keys = [self._key(w, c) for w, c in zip(word_ids.tolist(), chars)]
+        keys = self.keys(word_ids, chars)
         out = np.empty((len(keys), self.dim), dtype=np.float32)
         missing: list[int] = []
         with self._lock:
