@@ -1,7 +1,9 @@
 """Where the ONNX runtime's time goes: host encoding, the word graph (char encoders + dense, per distinct
 word), the context graph (BiLSTM stack + emissions), CRF decode (Viterbi + marginals). Best of N passes.
 
-    taskset -c 0 python bench/profile_runtime.py --model EXPORT_OR_MODEL --corpus TEST.tsv [--repeats 3]
+    taskset -c 0 python bench/profile_runtime.py --model EXPORT_OR_MODEL --corpus TEST.tsv [--repeats 3] [--word-cache 20000]
+
+Batches are the predictor's own forward batches (``forward_batches``).
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int)
     ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--word-cache", type=int, default=0, help="word-feature cache rows (the default path: 20000)")
     args = ap.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
@@ -29,21 +32,18 @@ def main() -> None:
     from nerservice.runtime.forward import distinct_words
     from nerservice.runtime.select import load_for_inference
     from nerservice.text.features import EncodedCorpus
-    from nerservice.training.batching import bucketed_batches
 
     sents = [s.tokens for s in read_corpus(args.corpus).sentences]
     n_tok = sum(map(len, sents))
     pred = load_for_inference(resolve_model_dir(args.model), runtime="onnx", threads=args.threads,
-                              word_cache=0).predictor(batch_size=args.batch_size)
+                              word_cache=args.word_cache).predictor(batch_size=args.batch_size)
     fwd = pred._forward
     best: dict[str, float] = defaultdict(lambda: float("inf"))
     for _ in range(args.repeats):
         t: dict[str, float] = defaultdict(float)
         t0 = time.perf_counter()
         enc = EncodedCorpus(sents, pred.vocabs, max_word_length=pred.max_word_length)
-        batches = [enc.batch(idx, pred.policy, with_tags=False) for idx in bucketed_batches(
-            [len(s) for s in sents], batch_size=pred.batch_size, bucket_size=pred.bucket_size, seed=None,
-            token_budget=pred.token_budget)]
+        batches = [enc.batch(idx, pred.policy, with_tags=False) for idx in pred.forward_batches([len(s) for s in sents])]
         t["encode"] += time.perf_counter() - t0
         ems = []
         rows = 0
@@ -52,7 +52,7 @@ def main() -> None:
             ids, chars, index = distinct_words(b)
             rows += len(ids)
             t2 = time.perf_counter()
-            feats = fwd.words.run(None, {"word_ids": ids, "word_chars": chars})[0]
+            feats = fwd.word_features(ids, chars)  # through the cache when it is on
             t3 = time.perf_counter()
             em = fwd.context.run(None, {"features": feats, "word_index": index, "lengths": b["lengths"]})[0]
             t4 = time.perf_counter()

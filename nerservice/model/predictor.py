@@ -98,16 +98,19 @@ class ForwardPredictor:
             raise NotImplementedError("no CRF parameters given")
         return self._crf
 
+    def forward_batches(self, lengths: Sequence[int]) -> list[np.ndarray]:
+        """Index arrays of the forward batches for sentences of these lengths."""
+        budget = min(self.token_budget, self.forward_tokens or self.token_budget)
+        return bucketed_batches(lengths, batch_size=self.batch_size, seed=None, token_budget=budget,
+                                bucket_size=1 if self.exact_lengths else self.bucket_size)
+
     def emissions(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """The network's emission scores per sentence, (len, K) float64; empty sentences give (0, K)."""
         k = len(self.vocabs.tags)
         out = [np.zeros((0, k))] * len(sentences)
         nonempty = [i for i, s in enumerate(sentences) if len(s)]
         encoded = EncodedCorpus([sentences[i] for i in nonempty], self.vocabs, max_word_length=self.max_word_length)
-        budget = min(self.token_budget, self.forward_tokens or self.token_budget)
-        for idx in bucketed_batches([len(sentences[i]) for i in nonempty], batch_size=self.batch_size,
-                                    bucket_size=1 if self.exact_lengths else self.bucket_size, seed=None,
-                                    token_budget=budget):
+        for idx in self.forward_batches([len(sentences[i]) for i in nonempty]):
             batch = encoded.batch(idx, self.policy, with_tags=False)
             em = self._forward(batch)[: len(idx)].astype(np.float64)
             for row, (j, n) in enumerate(zip(idx, batch["lengths"][: len(idx)])):
