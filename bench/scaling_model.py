@@ -139,13 +139,14 @@ def check_against_spark(m: Model, spark: dict[str, Any]) -> list[dict[str, Any]]
     """The model's figures for the measured Spark runs (1 and 2 workers, grow mode): every epoch's training
     seconds (predicted from the component benchmarks alone), the training-phase throughput and the job."""
     out = []
-    for key, n in (("w1", 1), ("w2", 2)):
+    runs = [(k, int(k[1])) for k in spark if k[:2] in ("w1", "w2") and isinstance(spark[k], dict)]
+    for key, n in runs:  # w1, w2 (the fit's runs) and any repeats (w1_run2, ...): checked, not fitted
         run = spark[key]
         epochs = len(run["epoch_seconds"])
         pred_epoch = m.epoch_train_s(n)
         phase = run["training_phase"]
         pred_tps = phase["tokens"] / (epochs * pred_epoch)
-        out.append({"workers": n, "epochs": epochs, "steps_per_epoch": run["steps_epoch1"],
+        out.append({"run": key, "workers": n, "epochs": epochs, "steps_per_epoch": run["steps_epoch1"],
                     "steps_per_epoch_model": m.steps(n),
                     "measured_epoch_train_s": run["epoch_seconds"], "predicted_epoch_train_s": pred_epoch,
                     "epoch_errors": [_err(pred_epoch, e) for e in run["epoch_seconds"]],
@@ -263,7 +264,7 @@ def main() -> None:
     for name, rows in components.items():
         print(f"{name}: errors " + ", ".join(f"{100 * x['error']:+.1f}%" for x in rows))
     for c in check:
-        print(f"{c['workers']} worker(s): epochs {', '.join(f'{e:.1f}' for e in c['measured_epoch_train_s'])} s "
+        print(f"{c['run']}: {c['workers']} worker(s): epochs {', '.join(f'{e:.1f}' for e in c['measured_epoch_train_s'])} s "
               f"measured, {c['predicted_epoch_train_s']:.1f} s predicted "
               f"({', '.join(f'{100 * e:+.1f}%' for e in c['epoch_errors'])}); training "
               f"{c['measured_training_tokens_per_s']:.0f} / {c['predicted_training_tokens_per_s']:.0f} tokens/s "
