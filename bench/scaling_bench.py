@@ -41,7 +41,9 @@ def _model(corpus: str | Path) -> tuple[Any, Any, Any]:
 
     config = NerConfig()
     train = read_corpus(os.path.join(corpus, "train.tsv")).sentences
-    vocabs, matrix, _ = vocabularies_with_vectors(train, [], None, progress=False)
+    # The default model as the Spark job trains it: the config's pretrained vectors (frozen GloVe 50d), so the
+    # step and the gradient bytes are those of the runs the cost model is checked against.
+    vocabs, matrix, _ = vocabularies_with_vectors(train, [], config.model.embeddings, progress=False)
     model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_tags=len(vocabs.tags),
                          word_vectors=matrix, seed=config.training.seed)
     return model, vocabs, (config, train)
