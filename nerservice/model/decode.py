@@ -84,12 +84,14 @@ def forward_backward(emissions: np.ndarray, lengths: np.ndarray,
 
 def marginals(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> np.ndarray:
     """p(y_t = k | x) for every position, (B, T, K); rows past the length are zero."""
-    t = emissions.shape[1]
     alpha, beta, log_z = forward_backward(emissions, lengths, crf)
-    live = np.arange(t)[None, :] < lengths[:, None]  # (B, T)
+    return _node_marginals(alpha, beta, log_z, lengths)
+
+
+def _node_marginals(alpha: np.ndarray, beta: np.ndarray, log_z: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    live = np.arange(alpha.shape[1])[None, :] < lengths[:, None]  # (B, T)
     # Padding positions are set to -inf before exp: alpha keeps growing there and would overflow.
-    log_post = np.where(live[:, :, None], alpha + beta - log_z[:, None, None], -np.inf)
-    return np.exp(log_post)
+    return np.exp(np.where(live[:, :, None], alpha + beta - log_z[:, None, None], -np.inf))
 
 
 def expected_counts(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) -> tuple[np.ndarray, np.ndarray]:
@@ -99,7 +101,7 @@ def expected_counts(emissions: np.ndarray, lengths: np.ndarray, crf: CrfParams) 
     b, t, k = emissions.shape
     alpha, beta, log_z = forward_backward(emissions, lengths, crf)
     live = np.arange(t)[None, :] < lengths[:, None]
-    node = np.exp(np.where(live[:, :, None], alpha + beta - log_z[:, None, None], -np.inf))
+    node = _node_marginals(alpha, beta, log_z, lengths)
     em = emissions.astype(np.float64)
     tr = crf.transitions.astype(np.float64)
     pairs = np.zeros((b, k, k))
