@@ -7,7 +7,14 @@
 #   C: --scaling grow, linear rule, N = 2, 4, 8 as one process with the N-times batch (seeds 42/1/2), and the
 #      Spark task body (world 1, seed 42), NCBI-disease, default config otherwise
 #   D: batch 128, lr 4e-3, 2-epoch warm-up from 0.25x on BC5CDR (seeds 42/1/2)
+# Session 6 (issue 14, document context):
+#   E: sentences packed into windows of <= 128 tokens (NCBI-disease, BC5CDR) and <= 64 (NCBI-disease), batch 32
+#      windows with the learning rate scaled by the tokens per step (x4 / x2) and the 2-epoch warm-up from 1e-3
+#   G: the multi-corpus model over all four corpora (corpora.json), the F recipe, seeds 42/1/2
+#   F: batch 128, lr 4e-3, 2-epoch warm-up from 0.25x on BC2GM, linnaeus and BC5CDR (seeds 42/1/2)
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
+# Wait for the runs by PID, never a bare `wait`: it also waits for the GPU monitor loop, which never ends, so the
+# results are never packed (session 6's call E lost its tar that way).
 # Every run's time cap (training.max_minutes) must leave >= 1.5 min before the call's own limit: a run stops
 # only after the epoch that crosses its cap, then evaluates test and saves.
 set -u
@@ -41,8 +48,41 @@ D)
   for s in 42 1 2; do
     timeout 215 python3 bench/gpu/train_gpu.py $B --set training.seed=$s --out /tmp/d$s --json-out $R/bc5cdr-b128-$s.json \
       > $R/bc5cdr-b128-$s.log 2>&1 &
+    pids="${pids:-} $!"
   done
-  wait ;;
+  wait $pids ;;
+E)
+  W="--no-ceiling --no-inference --set training.warmup_epochs=2 --set training.max_minutes=7.0"
+  for s in 42 1 2; do
+    for job in "NCBI-disease 128 0.004 0.25" "NCBI-disease 64 0.002 0.5" "BC5CDR 128 0.004 0.25"; do
+      read -r c w lr f <<< "$job"
+      timeout 560 python3 bench/gpu/train_gpu.py --corpus $D/$c $V $W --window-tokens $w --set training.learning_rate=$lr \
+        --set training.warmup_start_factor=$f --set training.seed=$s --out /tmp/e-$c-$w-$s \
+        --json-out $R/$c-w$w-$s.json > $R/$c-w$w-$s.log 2>&1 &
+      pids="${pids:-} $!"
+    done
+  done
+  wait $pids ;;
+F)
+  B="--no-ceiling --no-inference --set training.batch_size=128 --set training.learning_rate=0.004"
+  B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=7.2"
+  for s in 42 1 2; do
+    for c in BC2GM linnaeus BC5CDR; do
+      timeout 565 python3 bench/gpu/train_gpu.py --corpus $D/$c $V $B --set training.seed=$s --out /tmp/f-$c-$s \
+        --json-out $R/$c-b128-$s.json > $R/$c-b128-$s.log 2>&1 &
+      pids="${pids:-} $!"
+    done
+  done
+  wait $pids ;;
+G)
+  B="--set training.batch_size=128 --set training.learning_rate=0.004"
+  B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=7.2"
+  for s in 42 1 2; do
+    timeout 565 python3 bench/gpu/multi_corpus.py --one multi --seed $s --corpora $D/corpora.json $V $B \
+      --out /tmp/multi4-$s --json-out $R/multi4-b128-$s.json > $R/multi4-b128-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done
+  wait $pids ;;
 esac
 kill $mon
 (cd $R && find . -maxdepth 2 -type f \( -name "*.json" -o -name "*.log" -o -name "*.jsonl" -o -name "*.err" \) | tar czf $OUT/res$1.tgz -T -)

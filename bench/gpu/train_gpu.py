@@ -22,6 +22,23 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
 
+def pack_windows(sentences, max_tokens):  # noqa: ANN001, ANN201
+    """Consecutive sentences (file order = document order in these corpora) packed greedily into sequences
+    of at most ``max_tokens`` tokens; a longer sentence stays alone."""
+    from nerservice.data.sentence import Sentence
+
+    out, toks, tags = [], [], []
+    for s in sentences:
+        if toks and len(toks) + len(s.tokens) > max_tokens:
+            out.append(Sentence(tuple(toks), tuple(tags)))
+            toks, tags = [], []
+        toks += s.tokens
+        tags += s.tags
+    if toks:
+        out.append(Sentence(tuple(toks), tuple(tags)))
+    return out
+
+
 def measure_ceiling(config, tr, dv, te, n_train_tokens, args):  # noqa: ANN001, ANN201
     import jax
     import numpy as np
@@ -92,6 +109,10 @@ def main() -> None:
     ap.add_argument("--data-parallel", type=int, metavar="N",
                     help="shard every batch over N local GPUs (keras.distribution.DataParallel)")
     ap.add_argument("--no-inference", action="store_true", help="skip the inference measurement")
+    ap.add_argument("--window-tokens", type=int, default=0, metavar="W",
+                    help="experiment (issue 14): pack consecutive sentences of every split into windows of <= W "
+                    "tokens (document context for the BiLSTM; entities never cross a sentence end, so entity F1 "
+                    "over windows counts the same entities); 0 = one sentence per sequence")
     ap.add_argument("--train-on-dev", action="store_true", help="final-model protocol (as bench/train_bench.py): "
                     "train on train+devel for exactly training.epochs, report model-last's test F1")
     args = ap.parse_args()
@@ -114,6 +135,9 @@ def main() -> None:
     tr = read_corpus(os.path.join(args.corpus, "train.tsv")).sentences
     dv = read_corpus(os.path.join(args.corpus, "devel.tsv")).sentences
     te = read_corpus(os.path.join(args.corpus, "test.tsv")).sentences
+    if args.window_tokens:
+        tr, dv, te = (pack_windows(x, args.window_tokens) for x in (tr, dv, te))
+        print(f"windows of <= {args.window_tokens} tokens: train {len(tr)} dev {len(dv)} test {len(te)}", flush=True)
     n_train_tokens = sum(len(s.tokens) for s in tr)
 
     # --- ceiling: same model + step, device-resident batches, no host work -----------------------------
@@ -157,7 +181,7 @@ def main() -> None:
 
     result = {
         "device": str(jax.devices()[0]), "data_parallel_devices": args.data_parallel or 1,
-        "embeddings": args.embeddings, "config": config.model_dump(mode="json"),
+        "embeddings": args.embeddings, "window_tokens": args.window_tokens, "config": config.model_dump(mode="json"),
         "epochs_run": len(hist), "best_epoch": outcome.best_epoch, "stopped": outcome.stopped_reason,
         "train_tokens_per_s_steady": steady, "train_tokens_per_s_by_epoch": tps,
         "epoch_seconds": [h["train_seconds"] for h in hist], "eval_seconds": [h["eval_seconds"] for h in hist],
