@@ -25,7 +25,7 @@ stop:
 
 # ruff and mypy (configured in pyproject.toml; mypy is strict on the core packages), then every test tier.
 test: setup system-deps lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30
 
 lint: setup
 	$(PY) -m ruff check .

@@ -22,7 +22,12 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD/.devdata/h4/site:$PWD KERAS_BACKEND=jax PYTHONUNBUFFERED=1
 export XLA_PYTHON_CLIENT_PREALLOCATE=false JAX_COMPILATION_CACHE_DIR=/tmp/jaxcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
 D=.devdata/h4/data; V="--embeddings $D/glove50.txt"; R=/tmp/res$1; mkdir -p $R
-( while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; done ) & mon=$!
+CALL=$1
+pack() {  # every result file so far, into $OUT: the monitor calls it each minute, so a call killed at its limit still returns
+  (cd $R && find . -maxdepth 2 -type f \( -name "*.json" -o -name "*.log" -o -name "*.jsonl" -o -name "*.err" \) \
+    | tar czf $OUT/res$CALL.tgz.tmp -T - && mv $OUT/res$CALL.tgz.tmp $OUT/res$CALL.tgz)
+}
+( while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; pack; done ) & mon=$!
 case $1 in
 B)
   runs=()
@@ -85,4 +90,4 @@ G)
   wait $pids ;;
 esac
 kill $mon
-(cd $R && find . -maxdepth 2 -type f \( -name "*.json" -o -name "*.log" -o -name "*.jsonl" -o -name "*.err" \) | tar czf $OUT/res$1.tgz -T -)
+pack
