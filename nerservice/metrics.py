@@ -34,87 +34,116 @@ def _prf(tp: int, n_pred: int, n_gold: int) -> dict[str, float]:
     return {"precision": p, "recall": r, "f1": f}
 
 
-def entity_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """Strict IOB2 entity P/R/F1, micro and per type (seqeval)."""
-    from seqeval.metrics.sequence_labeling import get_entities  # noqa: F401  (import check)
-    from seqeval.metrics.v1 import precision_recall_fscore_support
-    from seqeval.scheme import IOB2
+# Every figure below is a function of per-sentence counts that add up over any split of a corpus, keyed
+# (kind, label, stat): kind "entity" (strict IOB2 entities per type), "tag" (per IOB tag, "O" included),
+# "token" (per prefix-free type); stat "tp" / "pred" / "gold"; plus ("corpus", "", "sentences" | "tokens" |
+# "correct"). So the shards of a corpus can be counted apart and summed (``training/sharded_eval.py``).
+Counts = Counter[tuple[str, str, str]]
+STATS = ("tp", "pred", "gold")
+CORPUS_STATS = ("sentences", "tokens", "correct")
+
+
+def count_tags(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> Counts:
+    """The counts every score of ``evaluate_tags`` is computed from."""
+    from seqeval.scheme import IOB2, Entities
 
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold vs {len(pred)} predicted sentences")
     for i, (g, p) in enumerate(zip(gold, pred)):
         if len(g) != len(p):
             raise ValueError(f"sentence {i}: {len(g)} gold vs {len(p)} predicted tags")
-    gold_l, pred_l = [list(s) for s in gold], [list(s) for s in pred]
-    per_type: dict[str, Any] = {}
-    micro = {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}
-    if any(t != "O" for s in gold_l for t in s) or any(t != "O" for s in pred_l for t in s):
-        p, r, f, s = precision_recall_fscore_support(gold_l, pred_l, average=None, mode="strict", scheme=IOB2,
-                                                     zero_division=0)
-        labels = sorted({t[2:] for sent in gold_l + pred_l for t in sent if t != "O"})
-        for label, pi, ri, fi, si in zip(labels, p, r, f, s):
-            per_type[label] = {"precision": float(pi), "recall": float(ri), "f1": float(fi), "support": int(si)}
-        mp, mr, mf, _ = precision_recall_fscore_support(gold_l, pred_l, average="micro", mode="strict",
-                                                        scheme=IOB2, zero_division=0)
-        micro = {"precision": float(mp), "recall": float(mr), "f1": float(mf), "support": int(sum(s))}
+    c: Counts = Counter()
+    c["corpus", "", "sentences"] += len(gold)
+    for g_sent, p_sent in zip(gold, pred):
+        for g, p in zip(g_sent, p_sent):
+            c["corpus", "", "tokens"] += 1
+            c["corpus", "", "correct"] += g == p
+            c["tag", g, "gold"] += 1
+            c["tag", p, "pred"] += 1
+            c["tag", g, "tp"] += g == p
+            gl, pl = (g[2:] if g != "O" else "O"), (p[2:] if p != "O" else "O")
+            if gl != "O":
+                c["token", gl, "gold"] += 1
+                c["token", gl, "tp"] += gl == pl
+            if pl != "O":
+                c["token", pl, "pred"] += 1
+    # seqeval's own entity extraction (strict IOB2: an entity starts with B-, type and both boundaries must
+    # match); entities are per sentence, so their counts add up over sentences too.
+    ents_g = {e.to_tuple() for sent in Entities([list(s) for s in gold], IOB2).entities for e in sent}
+    ents_p = {e.to_tuple() for sent in Entities([list(s) for s in pred], IOB2).entities for e in sent}
+    for ents, stat in ((ents_g, "gold"), (ents_p, "pred"), (ents_g & ents_p, "tp")):
+        for _, label, _, _ in ents:
+            c["entity", label, stat] += 1
+    return +c  # zero counts dropped: a label exists where something was counted for it
+
+
+def _labels(c: Counts, kind: str, stats: Sequence[str] = ("pred", "gold")) -> list[str]:
+    return sorted({label for k, label, stat in c if k == kind and stat in stats and c[k, label, stat]})
+
+
+def _prf_of(c: Counts, kind: str, labels: Sequence[str]) -> dict[str, float]:
+    return _prf(*(sum(c[kind, lab, stat] for lab in labels) for stat in STATS))
+
+
+def entity_scores_of(c: Counts) -> dict[str, Any]:
+    """Strict IOB2 entity P/R/F1, micro and per type: what seqeval's ``precision_recall_fscore_support``
+    (mode="strict", scheme=IOB2, zero_division=0) gives, from counts."""
+    labels = _labels(c, "entity")
+    per_type = {lab: {**_prf_of(c, "entity", [lab]), "support": c["entity", lab, "gold"]} for lab in labels}
+    micro = {**_prf_of(c, "entity", labels), "support": sum(c["entity", lab, "gold"] for lab in labels)}
     return {"micro": micro, "per_type": per_type}
 
 
-def token_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """Token-level P/R/F1 over entity tokens (prefix-free labels), micro and per type, and tag accuracy."""
-    tp: Counter[str] = Counter()
-    n_pred: Counter[str] = Counter()
-    n_gold: Counter[str] = Counter()
-    correct = total = 0
-    for g_sent, p_sent in zip(gold, pred):
-        for g, p in zip(g_sent, p_sent):
-            gl, pl = (g[2:] if g != "O" else "O"), (p[2:] if p != "O" else "O")
-            total += 1
-            correct += g == p
-            if gl != "O":
-                n_gold[gl] += 1
-            if pl != "O":
-                n_pred[pl] += 1
-            if gl != "O" and gl == pl:
-                tp[gl] += 1
-    labels = sorted(set(n_gold) | set(n_pred))
-    per_type = {lab: {**_prf(tp[lab], n_pred[lab], n_gold[lab]), "support": n_gold[lab]} for lab in labels}
-    micro = {**_prf(sum(tp.values()), sum(n_pred.values()), sum(n_gold.values())), "support": sum(n_gold.values())}
-    return {"micro": micro, "per_type": per_type, "accuracy": correct / total if total else 0.0}
+def token_scores_of(c: Counts) -> dict[str, Any]:
+    labels = _labels(c, "token")
+    per_type = {lab: {**_prf_of(c, "token", [lab]), "support": c["token", lab, "gold"]} for lab in labels}
+    micro = {**_prf_of(c, "token", labels), "support": sum(c["token", lab, "gold"] for lab in labels)}
+    total = c["corpus", "", "tokens"]
+    return {"micro": micro, "per_type": per_type, "accuracy": c["corpus", "", "correct"] / total if total else 0.0}
 
 
-def tag_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """NerDL's logged figure: per IOB tag (B-X, I-X), ``O`` excluded; micro over those tags' counts and
-    macro as NerDL computes it (F1 of the mean precision and mean recall over the tags)."""
-    tp: Counter[str] = Counter()
-    n_pred: Counter[str] = Counter()
-    n_gold: Counter[str] = Counter()
-    for g_sent, p_sent in zip(gold, pred):
-        for g, p in zip(g_sent, p_sent):
-            n_gold[g] += 1
-            n_pred[p] += 1
-            tp[g] += g == p
-    labels = sorted((set(n_gold) | set(n_pred)) - {"O"})
-    per_tag = {lab: {**_prf(tp[lab], n_pred[lab], n_gold[lab]), "support": n_gold[lab]} for lab in labels}
-    micro = {**_prf(sum(tp[lab] for lab in labels), sum(n_pred[lab] for lab in labels),
-                    sum(n_gold[lab] for lab in labels)), "support": sum(n_gold[lab] for lab in labels)}
+def tag_scores_of(c: Counts) -> dict[str, Any]:
+    labels = [lab for lab in _labels(c, "tag") if lab != "O"]
+    per_tag = {lab: {**_prf_of(c, "tag", [lab]), "support": c["tag", lab, "gold"]} for lab in labels}
+    micro = {**_prf_of(c, "tag", labels), "support": sum(c["tag", lab, "gold"] for lab in labels)}
     mp = sum(s["precision"] for s in per_tag.values()) / len(labels) if labels else 0.0
     mr = sum(s["recall"] for s in per_tag.values()) / len(labels) if labels else 0.0
     macro = {"precision": mp, "recall": mr, "f1": 2 * mp * mr / (mp + mr) if mp + mr else 0.0}
     return {"micro": micro, "macro": macro, "per_tag": per_tag}
 
 
-def evaluate_tags(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """Everything we report for one corpus: entity (strict, the headline), NerDL's tag level, token level."""
-    ent = entity_scores(gold, pred)
+def scores_of(c: Counts) -> dict[str, Any]:
+    """``evaluate_tags``' dict from (summed) counts."""
+    ent = entity_scores_of(c)
     return {
         "micro": ent["micro"],
         "per_type": ent["per_type"],
-        "tokens": sum(len(s) for s in gold),
-        "sentences": len(gold),
-        "tag_level": tag_scores(gold, pred),
-        "token_level": token_scores(gold, pred),
+        "tokens": c["corpus", "", "tokens"],
+        "sentences": c["corpus", "", "sentences"],
+        "tag_level": tag_scores_of(c),
+        "token_level": token_scores_of(c),
     }
+
+
+def entity_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Strict IOB2 entity P/R/F1, micro and per type (seqeval's entities and formulas)."""
+    return entity_scores_of(count_tags(gold, pred))
+
+
+def token_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Token-level P/R/F1 over entity tokens (prefix-free labels), micro and per type, and tag accuracy."""
+    return token_scores_of(count_tags(gold, pred))
+
+
+def tag_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """NerDL's logged figure: per IOB tag (B-X, I-X), ``O`` excluded; micro over those tags' counts and
+    macro as NerDL computes it (F1 of the mean precision and mean recall over the tags)."""
+    return tag_scores_of(count_tags(gold, pred))
+
+
+def evaluate_tags(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """Everything we report for one corpus: entity (strict, the headline), NerDL's tag level, token level."""
+    return scores_of(count_tags(gold, pred))
 
 
 def evaluate_predictor(predictor: TagsPredictor, corpus: Sequence[LabelledSentence]) -> dict[str, Any]:

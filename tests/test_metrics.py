@@ -107,3 +107,37 @@ def test_tag_scores_count_iob_tags_like_nerdl() -> None:
     assert t["macro"]["f1"] == pytest.approx(2 * mp * mr / (mp + mr))
     # A B-C tagged I-C is wrong here (unlike token_level), so this figure is stricter than token level.
     assert t["micro"]["f1"] < token_scores(GOLD, pred)["micro"]["f1"]
+
+
+def test_entity_scores_equal_seqeval_strict_on_random_tags() -> None:
+    """The entity figures are computed from counts (so dev shards can be summed, training/sharded_eval.py);
+    seqeval's own strict-IOB2 scores are the reference, on tag soup with I- tags that start no entity."""
+    import random
+
+    from seqeval.metrics.v1 import precision_recall_fscore_support
+    from seqeval.scheme import IOB2, Entities
+
+    rng = random.Random(0)
+    tags = ["O", "O", "B-A", "I-A", "B-B", "I-B", "B-C", "I-C"]
+    for _ in range(300):
+        gold = [[rng.choice(tags) for _ in range(rng.randint(1, 6))] for _ in range(rng.randint(1, 5))]
+        pred = [[rng.choice(tags) if rng.random() < 0.5 else t for t in s] for s in gold]
+        names = sorted(Entities(gold, IOB2).unique_tags | Entities(pred, IOB2).unique_tags)
+        s = entity_scores(gold, pred)
+        if not names:
+            assert s["per_type"] == {} and s["micro"]["support"] == 0
+            continue
+        p, r, f, n = precision_recall_fscore_support(gold, pred, average=None, mode="strict", scheme=IOB2,
+                                                     zero_division=0)
+        assert s["per_type"] == {k: {"precision": float(a), "recall": float(b), "f1": float(c), "support": int(d)}
+                                 for k, a, b, c, d in zip(names, p, r, f, n)}
+        mp, mr, mf, _ = precision_recall_fscore_support(gold, pred, average="micro", mode="strict", scheme=IOB2,
+                                                        zero_division=0)
+        assert s["micro"] == {"precision": float(mp), "recall": float(mr), "f1": float(mf), "support": int(sum(n))}
+
+
+def test_a_type_seen_only_in_orphan_i_tags_gets_no_entity_row() -> None:
+    """Before session 6 the per-type rows were seqeval's scores zipped with the types of *all* tags, so an
+    ``I-A`` that starts no entity shifted every row: C's miss was reported under A."""
+    s = entity_scores([["O", "I-A", "O"]], [["B-C", "I-A", "O"]])
+    assert s["per_type"] == {"C": {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0}}

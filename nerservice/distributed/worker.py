@@ -127,7 +127,7 @@ def run_worker(spec: TrainSpec, data: dict[str, Any], context: Any) -> dict[str,
     env.update(gpu_env(context.resources()))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
     with scoped_environ(env):
-        result = _train(spec, data, rank=rank, peers=peers, gather=lambda m: list(context.allGather(m)))
+        result = _train(spec, data, rank=rank, peers=peers)
     context.barrier()  # finish together: a rank that fails after training still fails the whole stage
     result["timings"] = {"rendezvous_s": rendezvous_s, **result.get("timings", {}),
                          "task_s": time.perf_counter() - started}
@@ -186,10 +186,8 @@ def _tf_strategy(spec: TrainSpec) -> Any:
     return strategy
 
 
-def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer],
-           gather: Any = None) -> dict[str, Any]:
-    """``data``: {split: rows}, or {corpus: {split: rows}} when ``spec.corpora`` is set. ``gather``: the barrier's
-    allGather, used to split the dev evaluation over the workers (single-corpus training)."""
+def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer]) -> dict[str, Any]:
+    """``data``: {split: rows}, or {corpus: {split: rows}} when ``spec.corpora`` is set."""
     if spec.world > 1 and spec.backend == "tensorflow" and "tensorflow" in sys.modules and not _STRATEGY_CREATED:
         print("warning: TensorFlow was imported before TF_CONFIG was set in this worker", file=sys.stderr)
     clock = time.perf_counter()
@@ -238,8 +236,7 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
         # train_on_dev/keep/recipe: the final-model recipe's phase 2 (training/recipes.py)
         outcome = train(config, train_data=[*train_s, *dev_s] if spec.train_on_dev else train_s, dev_data=dev_s,
                         test_data=sentences_from_rows(data["test"]) if data.get("test") else None,
-                        keep="last" if spec.keep == "last" else "best", recipe=spec.recipe, dev_gather=gather,
-                        **common)
+                        keep="last" if spec.keep == "last" else "best", recipe=spec.recipe, **common)
         lengths, plan = [len(s.tokens) for s in train_s], None
     result: dict[str, Any] = {
         "weights_digest": weights_digest(outcome.model),
@@ -247,6 +244,7 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
         "epochs_completed": len(outcome.history), "stopped_reason": outcome.stopped_reason,
         "loop_seconds": round(outcome.seconds, 3), "fault_armed": armed, "backend": spec.backend,
         "timings": {"import_s": import_s, **outcome.timings}, "step": outcome.step_stats,
+        "dev_eval": outcome.dev_eval,
     }
     if chief:
         result.update(_chief_summary(spec, outcome, store_cb))

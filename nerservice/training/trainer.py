@@ -57,6 +57,9 @@ class TrainOutcome:
     # cost model (bench/scaling_model.py) split into fixed costs and training.
     timings: dict[str, float] = field(default_factory=dict)
     step_stats: dict[str, int] = field(default_factory=dict)  # TrainStep.stats(): traces, all-reduces per step
+    # How the per-epoch dev evaluation ran: "whole" (this process decoded all of dev) or "sharded-all-reduce"
+    # (its share, the counts summed on the training collective: ``training/sharded_eval.py``).
+    dev_eval: str = "whole"
 
 
 def build_vocabularies(train: Sequence[Sentence], *, also_tags: Sequence[Sentence] = (),
@@ -139,7 +142,6 @@ def train(
     world: int = 1,
     keep: Literal["best", "last"] = "best",
     recipe: dict[str, Any] | None = None,
-    dev_gather: Any = None,
     distillation: Distillation | None = None,
 ) -> TrainOutcome:
     """Train and save.  ``keep="last"`` (the final-model recipe's phase 2, ``training/recipes.py``): no
@@ -148,9 +150,9 @@ def train(
     Distributed use (``spark_jobs/train.py``): every worker calls this with the same
     data and config, its ``rank``, ``world`` and a ``tf.distribute`` strategy; each trains on its slice of
     every global batch; only rank 0 writes models and checkpoints (``out_dir`` must be shared storage) and
-    calls callbacks. Every worker evaluates dev itself (weights are identical) so early stopping agrees; with
-    ``dev_gather`` (an all-gather of strings across the workers, ``training.sharded_eval``) each decodes only
-    its share of dev and all score the reassembled set.  ``distillation``: train a student on a teacher's
+    calls callbacks. Every worker gets the same dev metrics (weights are identical) so early stopping agrees:
+    with a strategy and ``world > 1`` each decodes only its share of dev and the workers sum the shares' counts
+    on the strategy's collective (``training.sharded_eval``).  ``distillation``: train a student on a teacher's
     targets (one per ``train_data`` sentence, in order) instead of the gold tags (``nerservice/distil``).
 
     spaCy's shape: the ``EpochLoop`` yields ``(record, is_best)``, the ``Checkpointer`` writes, and test is
@@ -160,7 +162,9 @@ def train(
     from nerservice.model.predictor import Predictor
     from nerservice.model.tagger import build_tagger
     from nerservice.training.checkpointer import Checkpointer
+    from nerservice.training.collective import make_all_sum
     from nerservice.training.loop import EpochLoop
+    from nerservice.training.sharded_eval import sharded_evaluator
     from nerservice.training.steps import make_train_step
 
     clock = time.perf_counter()
@@ -199,11 +203,13 @@ def train(
         w0 = time.perf_counter()
         predictor.predict_tags([dev_data[0].tokens])
         timings["eval_warmup_s"] = time.perf_counter() - w0
-    def evaluate() -> dict[str, Any]:
-        if dev_gather is not None and world > 1:
-            from nerservice.training.sharded_eval import sharded_evaluator
+    all_sum = make_all_sum(strategy) if world > 1 else None
+    tag_set = [vocabs.tags.tag(i) for i in range(len(vocabs.tags))]
+    dev_eval = "sharded-all-reduce" if all_sum is not None else "whole"
 
-            return sharded_evaluator(predictor, dev_data, rank=rank, world=world, gather=dev_gather)
+    def evaluate() -> dict[str, Any]:
+        if all_sum is not None:
+            return sharded_evaluator(predictor, dev_data, rank=rank, world=world, all_sum=all_sum, labels=tag_set)
         return evaluate_predictor(predictor, dev_data)
 
     loop = EpochLoop(step, vocabs, config, train_data, evaluate=evaluate,
@@ -222,7 +228,7 @@ def train(
         return TrainOutcome(out_dir=out, best_dir=checkpointer.best_dir, best_epoch=best_epoch, dev=loop.last_dev,
                             test=None, history=history, stopped_reason=loop.stopped_reason, seconds=loop.seconds,
                             lineage=lineage, vocab_stats=vocab_stats, model=model, timings=timings,
-                            step_stats=step.stats())
+                            step_stats=step.stats(), dev_eval=dev_eval)
     final_clock = time.perf_counter()
 
     best = checkpointer.load_kept()
@@ -237,7 +243,7 @@ def train(
     outcome = TrainOutcome(out_dir=out, best_dir=checkpointer.best_dir, best_epoch=best_epoch, dev=dev_metrics,
                            test=test_metrics, history=history, stopped_reason=loop.stopped_reason,
                            seconds=loop.seconds, lineage=lineage, vocab_stats=vocab_stats, model=model,
-                           timings=timings, step_stats=step.stats())
+                           timings=timings, step_stats=step.stats(), dev_eval=dev_eval)
     for cb in callbacks:
         cb.on_end(outcome)
     return outcome

@@ -1,7 +1,8 @@
 """The barrier task body on the JAX backend without Spark (issue 20): two local processes run
 ``run_worker`` with a real rendezvous (``FolderBarrier``) and form one ``jax.distributed`` job on CPU
 devices (Gloo all-reduce). After a few steps, with dropout on, both workers hold identical weights, and
-those equal one process trained on the whole global batches."""
+those equal one process trained on the whole global batches; dev is evaluated in shards summed over the
+job's collective."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,3 +49,9 @@ def test_two_jax_processes_equal_one_process_on_the_whole_batch(tmp_path: Path) 
     assert max(float(np.max(np.abs(a - b))) for a, b in zip(w1, w2)) < 1e-5
     # ... and training moved them (not a comparison of two initialisations).
     assert two[0]["history"][1]["loss"] < two[0]["history"][0]["loss"]
+    # Dev was evaluated in shards whose counts were summed on the JAX job's collective: every sentence and
+    # token once, and the scores of one process (the weights agree to 1e-5).
+    assert [r["dev_eval"] for r in two] == ["sharded-all-reduce"] * 2 and one[0]["dev_eval"] == "whole"
+    assert two[0]["dev"]["sentences"] == one[0]["dev"]["sentences"] == 24
+    assert two[0]["dev"]["tokens"] == one[0]["dev"]["tokens"]
+    assert [h["dev_f1"] for h in two[0]["history"]] == pytest.approx([h["dev_f1"] for h in one[0]["history"]])

@@ -85,8 +85,12 @@ def trained(spark_cluster, prepared, store_dir, tmp_path_factory):  # noqa: ANN0
     return out, last_json(proc.stdout)
 
 
-def test_two_workers_train_identical_weights_pinned_and_registered(trained, store_dir) -> None:  # noqa: ANN001
-    from nerservice.artifacts.formats import verify_manifest
+def test_two_workers_train_identical_weights_pinned_and_registered(trained, prepared, store_dir) -> None:  # noqa: ANN001
+    import pyarrow.parquet as pq
+
+    from nerservice.artifacts.formats import load_model, verify_manifest
+    from nerservice.data import Sentence
+    from nerservice.metrics import evaluate_predictor
     from nerservice.store import ModelStore
 
     out, summary = trained
@@ -109,6 +113,13 @@ def test_two_workers_train_identical_weights_pinned_and_registered(trained, stor
     assert len(phases["setup_s"]) == 2 and all(s > phase["warmup_s"] / 2 for s in phases["setup_s"])
     assert phases["read_splits_s"] > 0 and phases["stage_s"] > phases["rank0"]["train_s"] + phases["rank0"]["eval_s"]
     assert summary["dev"]["micro"]["f1"] > 0.8
+    # Each worker decoded half of dev and the two summed their counts on the TF ring (not Spark's barrier
+    # allGather): the kept epoch's dev scores are exactly those of model-best on the whole dev split here.
+    assert summary["dev_eval"] == "sharded-all-reduce"
+    table = pq.read_table(prepared[0] / "dev", columns=["tokens", "tags"]).to_pydict()
+    dev = [Sentence(tuple(t), tuple(g), "dev", i + 1) for i, (t, g) in enumerate(zip(table["tokens"], table["tags"]))]
+    assert summary["dev"]["sentences"] == len(dev) == summary["data"]["dev"]["sentences"]
+    assert summary["dev"] == evaluate_predictor(load_model(out / "model-best").predictor(), dev)
     assert summary["registered"]["name"] == MODEL_NAME and summary["registered"]["version"] == 1
     assert summary["promoted"]["done"]
     resolved = ModelStore.embedded(store_dir).resolve(f"{MODEL_NAME}@production")
