@@ -1,6 +1,7 @@
 """The cost model of synchronous data-parallel training (issue 19), fitted to our measurements.
 
-    .venv/bin/python bench/scaling_model.py --results bench/results/scaling [--plot F.png] [--json-out F]
+    .venv/bin/python bench/scaling_model.py --results bench/results/scaling [--spark spark-grow-s6.json] \
+        [--plot F.png] [--json-out F]
 
 Per step of ``--scaling grow`` (every worker a full batch of b = 32 sentences, N workers):
 
@@ -16,15 +17,18 @@ loopback (``scaling_bench.py allreduce``); both by relative least squares (each 
 percent, so the small sizes are not ignored). Per job of E epochs:
 
     T_job(N) = F_job + W(N) + E * (steps(N) * t_step(N) + V(N) + S)
-    V(N)     = v1 / N + v0       dev evaluation, sharded across the workers: v1 = the 1-worker run's, v0 = the
-             all-gather of the shards' tags (from the 2-worker run; V(1) = v1, no gather)
+    V(N)     = v1 / N + v0       dev evaluation, sharded across the workers: v1 = the 1-worker run's, v0 = what
+             sharding adds (from the 2-worker run: V(2) - v1/2, at least 0; V(1) = v1). Since session 6 the
+             shards' counts are summed on the training collective (milliseconds); in session 5 they were
+             all-gathered through Spark's barrier allGather, v0 = 1.33 s (spark-grow.json, the
+             "session 5" scenario)
     S        the chief's saves and checkpoint per epoch (the other workers wait for it in the next step)
     W(N)     the one-time warm-up step (trace, graph optimisation, collectives' setup, waiting for the slowest
              peer): W(1), W(2) measured; W(N > 2) = W(2) (one ring, set up by all workers at once: assumed)
     F_job    everything else (spark-submit and session, splits, Python workers, imports, vectors, model build,
              predictor trace, final test evaluation and save): wall time of the 1-worker run minus the rest
 
-All of F_job, W, V, S come from real ``spark_jobs/train.py --scaling grow`` runs (spark-grow.json); the
+All of F_job, W, V, S come from real ``spark_jobs/train.py --scaling grow`` runs (``--spark``); the
 epoch times of those runs are *predicted* from the component benchmarks and compared with what they measured.
 Efficiency(N) = T_job(1) / (N * T_job(N)) at equal epochs; "training efficiency" is the steps only.
 
@@ -81,7 +85,9 @@ class Model:
         self.epochs_measured = len(w1["epoch_seconds"])
         ev1, ev2 = _mean(w1["eval_seconds"]), _mean(w2["eval_seconds"])
         self.v1 = ev1  # one worker decodes all of dev
-        self.v0 = ev2 - ev1 / 2  # the all-gather of the shards' tags (Spark's barrier allGather: ~1 s a call)
+        # What sharding adds per evaluation: the sum of the shards' counts on the ring (ms) and the slower
+        # shard; session 5's barrier allGather made it 1.33 s. Not below 0 (2 workers on 2 shared cores).
+        self.v0 = max(ev2 - ev1 / 2, 0.0)
         self.save_s = _mean([r["phases"]["rank0"]["epoch_other_s"] / len(r["epoch_seconds"]) for r in (w1, w2)])
         self.warmup = {1: w1["training_phase"]["warmup_s"], 2: w2["training_phase"]["warmup_s"]}
         self.f_job = (w1["wall_s"] - self.warmup[1] - sum(w1["epoch_seconds"]) - sum(w1["eval_seconds"])
@@ -159,7 +165,8 @@ def check_against_spark(m: Model, spark: dict[str, Any]) -> list[dict[str, Any]]
     return out
 
 
-def predictions(m: Model, gpu: dict[str, Any], *, epochs: int, workers: list[int]) -> list[dict[str, Any]]:
+def predictions(m: Model, gpu: dict[str, Any], *, epochs: int, workers: list[int],
+                session5_v0: float | None = None) -> list[dict[str, Any]]:
     alpha_net = m.alpha + NET_LATENCY_S
     beta_net = 1.0 / (1.0 / m.beta + 1.0 / TEN_GBE_BYTES_PER_S)  # software copy and wire in series
     net = {"alpha": alpha_net, "beta": beta_net}
@@ -170,9 +177,13 @@ def predictions(m: Model, gpu: dict[str, Any], *, epochs: int, workers: list[int
     g.plan = {}
     g.v0, g.v1, g.save_s, g.warmup = gpu["f_epoch_s"], 0.0, 0.0, {1: 0.0, 2: 0.0}
     g.f_job = gpu["f_job_s"] + m.spark_submit_s
-    scenarios: list[tuple[str, Model, dict[str, Any]]] = [
-        ("CPU workers (1 core), 10 GbE", m, {**net}),
-        ("CPU workers, 10 GbE, as before this session (2 all-reduces per step)", m, {**net, "k": 2}),
+    scenarios: list[tuple[str, Model, dict[str, Any]]] = [("CPU workers (1 core), 10 GbE", m, {**net})]
+    if session5_v0 is not None:  # the same job with session 5's dev gather through Spark's barrier allGather
+        m5 = copy.copy(m)
+        m5.v0 = session5_v0
+        scenarios += [("CPU workers, 10 GbE, as in session 5 (dev shards gathered by Spark's allGather)", m5, {**net}),
+                      ("CPU workers, 10 GbE, before session 5 (and 2 all-reduces per step)", m5, {**net, "k": 2})]
+    scenarios += [
         ("GPU workers (H200, batch 256 each), 10 GbE", g, {"alpha": NET_LATENCY_S + 20e-6,
                                                           "beta": TEN_GBE_BYTES_PER_S, "b": gpu["batch"]}),
     ]
@@ -201,6 +212,20 @@ def fixed_cost_for(m: Model, target: float, n: int, epochs: int, **kw: Any) -> f
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if eff(mid) >= target else (lo, mid)
     return lo
+
+
+def scaled_corpus(m: Model, factor: float) -> Model:
+    """The same model for a corpus ``factor`` times larger (train and dev alike; same length mix): steps and
+    dev decode scale, the fixed costs, warm-up and saves per epoch do not."""
+    big = copy.copy(m)
+    big.n_sentences = int(m.n_sentences * factor)
+    big.plan = {n: {**p, "steps": math.ceil(p["steps"] * factor)} for n, p in m.plan.items()}
+    big.v1 = m.v1 * factor
+    return big
+
+
+def efficiency(m: Model, n: int, epochs: int, **kw: Any) -> float:
+    return m.job_s(1, epochs, **kw) / (n * m.job_s(n, epochs, **kw))
 
 
 def breakdown(m: Model, n: int, epochs: int, **kw: Any) -> dict[str, float]:
@@ -236,6 +261,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--results", type=Path, default=Path(__file__).parent / "results" / "scaling")
+    ap.add_argument("--spark", default="spark-grow-s6.json", help="the grow-mode Spark runs (under --results) the "
+                    "model is fitted on and checked against (bench/scaling_collect.py); spark-grow.json = session 5")
     ap.add_argument("--epochs", type=int, default=40, help="epochs of the predicted jobs (default config: 40)")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
     ap.add_argument("--plot", type=Path)
@@ -244,29 +271,39 @@ def main() -> None:
     r = args.results
     step = json.loads((r / "cpu-step.json").read_text())
     allreduce = json.loads((r / "cpu-allreduce.json").read_text())
-    spark = json.loads((r / "spark-grow.json").read_text())
+    spark = json.loads((r / args.spark).read_text())
     gpu = json.loads((r / "gpu-step.json").read_text())
     m = Model(step, allreduce, spark)
+    session5 = r / "spark-grow.json"  # dev shards gathered through Spark's barrier allGather
+    session5_v0 = Model(step, allreduce, json.loads(session5.read_text())).v0 if args.spark != session5.name \
+        and session5.exists() else None
     fitted = {"c0_s": m.c0, "c1_s_per_padded_token": m.c1, "alpha_s": m.alpha, "beta_bytes_per_s": m.beta,
               "gradient_bytes": m.grad_bytes, "allreduces_per_step": m.k, "F_job_s": m.f_job,
               "warmup_s": m.warmup, "eval_v0_s": m.v0, "eval_v1_s": m.v1, "save_per_epoch_s": m.save_s,
-              "spark_submit_s": m.spark_submit_s, "steps_per_epoch": {n: p["steps"] for n, p in m.plan.items()}}
+              "spark_submit_s": m.spark_submit_s, "eval_v0_session5_s": session5_v0, "steps_per_epoch": {n: p["steps"] for n, p in m.plan.items()}}
     components = check_components(m, step, allreduce)
     check = check_against_spark(m, spark)
-    preds = predictions(m, gpu, epochs=args.epochs, workers=args.workers)
+    preds = predictions(m, gpu, epochs=args.epochs, workers=args.workers, session5_v0=session5_v0)
     net = {"alpha": m.alpha + NET_LATENCY_S, "beta": 1.0 / (1.0 / m.beta + 1.0 / TEN_GBE_BYTES_PER_S)}
     levers = {"F_job_for_0.8_at_8": fixed_cost_for(m, 0.8, 8, args.epochs, **net),
               "breakdown_8_workers_s": breakdown(m, 8, args.epochs, **net),
               "breakdown_1_worker_s": breakdown(m, 1, args.epochs, **net),
               # a per-worker batch of 64 (global 512 at N = 8): the learning-rate rule was measured to N = 8 only
-              "efficiency_8_b64": m.job_s(1, args.epochs, b=64, **net) / (8 * m.job_s(8, args.epochs, b=64, **net)),
-              "training_efficiency_8_b64": m.epoch_train_s(1, b=64, **net) / (8 * m.epoch_train_s(8, b=64, **net))}
-    free_gather = copy.copy(m)
-    free_gather.v0 = 0.0  # the shards' tags gathered in ~ms (e.g. over the TF ring) instead of Spark's allGather
-    levers["efficiency_8_eval_gather_free"] = (free_gather.job_s(1, args.epochs, **net)
-                                               / (8 * free_gather.job_s(8, args.epochs, **net)))
-    levers["efficiency_8_eval_gather_free_b64"] = (free_gather.job_s(1, args.epochs, b=64, **net)
-                                                   / (8 * free_gather.job_s(8, args.epochs, b=64, **net)))
+              "efficiency_8": efficiency(m, 8, args.epochs, **net),
+              "training_efficiency_8": m.epoch_train_s(1, **net) / (8 * m.epoch_train_s(8, **net)),
+              "efficiency_8_b64": efficiency(m, 8, args.epochs, b=64, **net),
+              "training_efficiency_8_b64": m.epoch_train_s(1, b=64, **net) / (8 * m.epoch_train_s(8, b=64, **net)),
+              # the all-reduce made free (an ideal collective): what the step itself then allows
+              "efficiency_8_free_allreduce": efficiency(m, 8, args.epochs, **{**net, "k": 0}),
+              "efficiency_8_free_allreduce_b64": efficiency(m, 8, args.epochs, **{**net, "k": 0, "b": 64})}
+    for factor in (10, 30):
+        big = scaled_corpus(m, factor)
+        levers[f"efficiency_8_corpus_x{factor}"] = efficiency(big, 8, args.epochs, **net)
+        levers[f"efficiency_8_corpus_x{factor}_b64"] = efficiency(big, 8, args.epochs, b=64, **net)
+    if session5_v0 is not None:
+        m5 = copy.copy(m)
+        m5.v0 = session5_v0
+        levers["efficiency_8_session5_gather"] = efficiency(m5, 8, args.epochs, **net)
     out = {"fitted": fitted, "components": components, "check": check, "predictions": preds, "levers": levers}
     print(json.dumps(fitted, indent=1))
     for name, rows in components.items():
