@@ -241,18 +241,22 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4))
+    fig, ax = plt.subplots(figsize=(6.4, 5.2))
+    drawn: list[list[float]] = []
     for scenario in dict.fromkeys(r["scenario"] for r in rows):
         rs = [r for r in rows if r["scenario"] == scenario]
-        ax.plot([r["workers"] for r in rs], [r["efficiency"] for r in rs], marker="o", label=f"{scenario}: job")
-        ax.plot([r["workers"] for r in rs], [r["training_efficiency"] for r in rs], marker=".", linestyle="--",
-                label=f"{scenario}: training steps only")
+        line = ax.plot([r["workers"] for r in rs], [r["efficiency"] for r in rs], marker="o", label=f"{scenario}: job")
+        steps = [r["training_efficiency"] for r in rs]
+        if steps not in drawn:  # scenarios that differ only outside the steps share one steps line
+            drawn.append(steps)
+            ax.plot([r["workers"] for r in rs], steps, marker=".", linestyle="--", color=line[0].get_color(),
+                    label=f"{scenario}: training steps only")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("workers (--scaling grow)")
     ax.set_ylabel("efficiency = T(1) / (N T(N))")
     ax.set_ylim(0, 1.05)
     ax.axhline(0.8, color="grey", linewidth=0.5)
-    ax.legend(fontsize=6)
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=1, frameon=False)
     ax.set_title("Predicted scaling (cost model fitted on this machine, quiet)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -286,6 +290,7 @@ def main() -> None:
     preds = predictions(m, gpu, epochs=args.epochs, workers=args.workers, session5_v0=session5_v0)
     net = {"alpha": m.alpha + NET_LATENCY_S, "beta": 1.0 / (1.0 / m.beta + 1.0 / TEN_GBE_BYTES_PER_S)}
     levers = {"F_job_for_0.8_at_8": fixed_cost_for(m, 0.8, 8, args.epochs, **net),
+              "F_job_for_0.8_at_8_b64": fixed_cost_for(m, 0.8, 8, args.epochs, b=64, **net),
               "breakdown_8_workers_s": breakdown(m, 8, args.epochs, **net),
               "breakdown_1_worker_s": breakdown(m, 1, args.epochs, **net),
               # a per-worker batch of 64 (global 512 at N = 8): the learning-rate rule was measured to N = 8 only
