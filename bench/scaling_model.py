@@ -200,10 +200,14 @@ def predictions(m: Model, gpu: dict[str, Any], *, epochs: int, workers: list[int
     return rows
 
 
+def efficiency(m: Model, n: int, epochs: int, **kw: Any) -> float:
+    return m.job_s(1, epochs, **kw) / (n * m.job_s(n, epochs, **kw))
+
+
 def fixed_cost_for(m: Model, target: float, n: int, epochs: int, **kw: Any) -> float | None:
     """The per-job fixed cost F_job at which N workers reach ``target`` efficiency (None: not even at 0)."""
     def eff(f: float) -> float:
-        return m.job_s(1, epochs, f_job=f, **kw) / (n * m.job_s(n, epochs, f_job=f, **kw))
+        return efficiency(m, n, epochs, f_job=f, **kw)
 
     if eff(0.0) < target:
         return None
@@ -222,10 +226,6 @@ def scaled_corpus(m: Model, factor: float) -> Model:
     big.plan = {n: {**p, "steps": math.ceil(p["steps"] * factor)} for n, p in m.plan.items()}
     big.v1 = m.v1 * factor
     return big
-
-
-def efficiency(m: Model, n: int, epochs: int, **kw: Any) -> float:
-    return m.job_s(1, epochs, **kw) / (n * m.job_s(n, epochs, **kw))
 
 
 def breakdown(m: Model, n: int, epochs: int, **kw: Any) -> dict[str, float]:

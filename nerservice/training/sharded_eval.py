@@ -25,6 +25,8 @@ from nerservice.training.collective import AllSum
 def count_layout(labels: Iterable[str]) -> list[tuple[str, str, str]]:
     """Every key ``count_tags`` can produce when gold and predicted tags are among ``labels``, in one order."""
     tags = sorted(set(labels) | {"O"})
+    # Entity types as seqeval's ``Token`` parses them (``tag[1:].strip("-") or "_"``: "B-X" -> "X", "B" -> "_"),
+    # plus the prefix-free labels the token-level counts use ("B-X" -> "X").
     types = sorted({t[2:] for t in tags if t != "O"} | {t[1:].strip("-") or "_" for t in tags if t != "O"})
     keys = [("corpus", "", s) for s in CORPUS_STATS]
     keys += [("tag", t, s) for t in tags for s in STATS]
