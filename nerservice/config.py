@@ -48,6 +48,13 @@ class ModelConfig(_Strict):
     # Not in NerDL: during training, each token's word id becomes <unk> with this probability, so the
     # network learns to tag from characters and context the words it will meet without a vector.
     word_dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    # Not in NerDL: a character language model folder made by `nerservice charlm` (contextual string
+    # embeddings, Akbik et al. 2018): its forward and backward states at each token join the word features.
+    # train() copies its weights into the tagger (frozen) and records its sizes below, so a saved tagger never
+    # needs the folder again.  None = off (the default: no LM ships with the package).
+    char_lm: str | None = None
+    char_lm_units: int = Field(0, ge=0)  # set by train() from the LM folder; 0 = no LM layer
+    char_lm_embedding_dim: int = Field(0, ge=0)
 
 
 class TrainingConfig(_Strict):

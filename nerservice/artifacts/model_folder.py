@@ -105,10 +105,13 @@ def load_model_folder(model_dir: str | Path, *, verify: bool = True) -> LoadedMo
     fmt = manifest.get("format") if isinstance(manifest, dict) else None
     if (fmt == MULTI_FORMAT) != isinstance(vocabs.tags, MultiTagVocabulary):
         raise ModelLoadError(f"{d}: vocab.json's tag set does not fit format {fmt!r}", path=str(d))
-    if shape.get("n_words") != len(vocabs.words) or shape.get("n_tags") != len(vocabs.tags):
+    n_lm_chars = len(vocabs.lm_chars) if vocabs.lm_chars is not None else 0
+    if (shape.get("n_words") != len(vocabs.words) or shape.get("n_tags") != len(vocabs.tags)
+            or shape.get("n_lm_chars", 0) != n_lm_chars):
         raise ModelLoadError(f"{d}: manifest sizes do not match vocab.json", path=str(d))
     model = NerTagger(n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_tags=len(vocabs.tags),
-                      word_dim=int(shape["word_dim"]), model_config=config.model.model_dump(mode="json"))
+                      word_dim=int(shape["word_dim"]), model_config=config.model.model_dump(mode="json"),
+                      n_lm_chars=n_lm_chars)
     model.build_for_inference()
     model.load_weights(d / WEIGHTS)
     return LoadedModel(d, config, vocabs, model, metrics=read_json(d / METRICS) if (d / METRICS).exists() else {},

@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "nerservice.cli.evaluate_cmd",
     "nerservice.cli.ensemble_cmd",
     "nerservice.cli.distil_cmd",
+    "nerservice.cli.charlm_cmd",
     "nerservice.cli.predict_cmd",
     "nerservice.cli.export_cmd",
     "nerservice.cli.models_cmd",

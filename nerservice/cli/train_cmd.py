@@ -11,6 +11,7 @@ SHORTHANDS = {  # flag → config key; anything else via --set
     "epochs": "training.epochs", "batch_size": "training.batch_size", "seed": "training.seed",
     "patience": "training.patience", "max_minutes": "training.max_minutes", "learning_rate": "training.learning_rate",
     "lstm_layers": "model.lstm_layers", "dropout": "model.dropout",
+    "char_lm": "model.char_lm",  # a folder made by `nerservice charlm`
 }
 
 

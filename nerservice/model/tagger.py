@@ -5,31 +5,47 @@ residual BiLSTM stack (128/dir × depth) → dropout → emission scores → CRF
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
 from keras import ops
 
+from nerservice.charlm.layer import ContextualCharEmbedding
 from nerservice.config import ModelConfig
+from nerservice.errors import ConfigError
 from nerservice.model.crf import CRF
 from nerservice.model.decode import CrfParams
 from nerservice.model.layers import CharEncoder, ReplicaDropout, ResidualBiLSTMStack, keep_mask
 from nerservice.text.vocab import UNK_ID
 
+if TYPE_CHECKING:
+    from nerservice.charlm.folder import CharLM
+
 
 @keras.saving.register_keras_serializable(package="nerservice")
 class NerTagger(keras.Model):
     def __init__(self, *, n_words: int, n_chars: int, n_tags: int, word_dim: int, model_config: dict[str, Any],
-                 **kwargs: Any) -> None:
+                 n_lm_chars: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         cfg = ModelConfig.model_validate(model_config)
         self.n_words, self.n_chars, self.n_tags, self.word_dim = n_words, n_chars, n_tags, word_dim
+        self.n_lm_chars = n_lm_chars
         self.model_config = cfg.model_dump(mode="json")
         self.word_embedding = keras.layers.Embedding(n_words, word_dim, name="word_embedding")
         self.char_encoder = CharEncoder(
             n_chars, embedding_dim=cfg.char_embedding_dim, cnn_filters=cfg.char_cnn_filters,
             cnn_width=cfg.char_cnn_width, lstm_units=cfg.char_lstm_units, name="char_encoder")
+        # Created only with an LM, so models without one keep exactly their variables. Frozen: its weights
+        # are the pretrained LM's (copied in by train()), and no gradient reaches them.
+        self.char_lm = None
+        if cfg.char_lm_units:
+            if n_lm_chars < 3:
+                raise ConfigError("model.char_lm_units is set but the vocabularies have no LM characters",
+                                  hint="train with model.char_lm=FOLDER; train() fills the sizes in")
+            self.char_lm = ContextualCharEmbedding(n_lm_chars, embedding_dim=cfg.char_lm_embedding_dim,
+                                                   units=cfg.char_lm_units, name="char_lm")
+            self.char_lm.trainable = False
         self.input_dropout = ReplicaDropout(cfg.dropout, name="input_dropout")
         self.word_dropout = cfg.word_dropout
         # Created only when used, so models saved without word dropout keep exactly their variables.
@@ -63,6 +79,9 @@ class NerTagger(keras.Model):
         if self.char_encoder.output_dim:
             per_word = self.char_encoder(inputs["word_chars"])  # (U, F)
             parts.append(ops.take(per_word, ops.cast(inputs["word_index"], "int32"), axis=0))  # (B, T, F)
+        if self.char_lm is not None:
+            lm = self.char_lm(inputs["lm_chars"], inputs["lm_forward"], inputs["lm_backward"])  # (B, S) -> (B, T, 2H)
+            parts.append(ops.stop_gradient(lm))
         x = ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
         x = self.input_dropout(x, training=training, rows=rows)
         x = self.dense(x)
@@ -87,7 +106,8 @@ class NerTagger(keras.Model):
 
     def get_config(self) -> dict[str, Any]:
         return {"n_words": self.n_words, "n_chars": self.n_chars, "n_tags": self.n_tags,
-                "word_dim": self.word_dim, "model_config": self.model_config, "name": self.name}
+                "word_dim": self.word_dim, "model_config": self.model_config, "name": self.name,
+                **({"n_lm_chars": self.n_lm_chars} if self.n_lm_chars else {})}
 
 
 def dummy_batch() -> dict[str, np.ndarray]:
@@ -96,19 +116,26 @@ def dummy_batch() -> dict[str, np.ndarray]:
         "lengths": np.ones((1,), dtype=np.int32),
         "word_chars": np.array([[0, 0, 0, 0], [1, 0, 0, 0]], dtype=np.int32),
         "word_index": np.ones((1, 1), dtype=np.int32),
+        "lm_chars": np.array([[2, 3, 2]], dtype=np.int32),
+        "lm_forward": np.array([[2]], dtype=np.int32),
+        "lm_backward": np.array([[2]], dtype=np.int32),
     }
 
 
 def build_tagger(model_config: ModelConfig, *, n_words: int, n_chars: int, n_tags: int,
                  word_vectors: np.ndarray | None = None, seed: int = 42, cls: type[NerTagger] | None = None,
-                 **extra: Any) -> NerTagger:
+                 char_lm: CharLM | None = None, **extra: Any) -> NerTagger:
     """Construct and build a tagger; ``word_vectors`` (n_words, d) initialises (and by default freezes) words.
     ``cls``/``extra``: a subclass and its own constructor arguments (the multi-corpus tagger)."""
     keras.utils.set_random_seed(seed)
     word_dim = int(word_vectors.shape[1]) if word_vectors is not None else model_config.word_embedding_dim
+    if char_lm is not None:
+        extra["n_lm_chars"] = len(char_lm.vocab)
     tagger = (cls or NerTagger)(n_words=n_words, n_chars=n_chars, n_tags=n_tags, word_dim=word_dim,
                                 model_config=model_config.model_dump(mode="json"), **extra)
     tagger.build_for_inference()
+    if char_lm is not None and tagger.char_lm is not None:
+        tagger.char_lm.set_direction_weights(char_lm.encoder_weights())
     if word_vectors is not None:
         tagger.set_word_vectors(word_vectors, trainable=model_config.embeddings_trainable)
     return tagger

@@ -72,6 +72,7 @@ def train_multi(
     """Train one model on ``corpora`` (from ``read_corpora``); same distributed contract as ``train``."""
     from nerservice import backend
     from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
+    from nerservice.charlm.attach import resolve_char_lm
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.multi.tagger import build_multi_tagger
@@ -80,13 +81,15 @@ def train_multi(
     from nerservice.training.steps import make_train_step
 
     config = config_with_vectors(config, embeddings)
+    config, char_lm, char_lm_record = resolve_char_lm(config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     train_all = [s for c in corpora for s in namespaced(c.name, c.train)]
     others = [s for c in corpora for s in c.dev + (c.test or [])]
     vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_all, others, embeddings, progress=progress)
     tags = tag_vocabulary(corpora)
-    vocabs = Vocabularies(words=vocabs.words, chars=vocabs.chars, tags=tags)
+    vocabs = Vocabularies(words=vocabs.words, chars=vocabs.chars, tags=tags,
+                          lm_chars=char_lm.vocab if char_lm is not None else None)
     starts = np.cumsum([0] + [len(c.train) for c in corpora])
     groups = [np.arange(a, b) for a, b in zip(starts[:-1], starts[1:])]
     lengths = np.array([len(s.tokens) for s in train_all], dtype=np.int64)
@@ -99,7 +102,7 @@ def train_multi(
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
     with scope:
         model = build_multi_tagger(config.model, tags=tags, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
-                                   word_vectors=matrix, seed=config.training.seed)
+                                   word_vectors=matrix, seed=config.training.seed, char_lm=char_lm)
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
@@ -107,7 +110,8 @@ def train_multi(
         corpora={f"{c.name}/{split}": part for c in corpora
                  for split, part in (("train", c.train), ("dev", c.dev), ("test", c.test)) if part},
         config_hash=config.fingerprint(), sources=sources or {}, backend=backend.current(),
-        extra={"vocab": vocab_stats, "corpora": corpora_config.names})
+        extra={"vocab": vocab_stats, "corpora": corpora_config.names,
+               **({"char_lm": char_lm_record} if char_lm_record else {})})
     dev_sets = {c.name: c.dev for c in corpora}
     checkpointer = Checkpointer(out, vocabs=vocabs, config=config, lineage=lineage, enabled=chief, fmt=MULTI_FORMAT,
                                 extra_files={MULTI: multi_manifest(corpora_config)})

@@ -26,13 +26,16 @@ from nerservice.artifacts.layout import (
     WORDS_GRAPH,
 )
 from nerservice.artifacts.onnx_folder import META_CRF, META_SOURCE, META_VOCAB
-from nerservice.errors import ModelLoadError
+from nerservice.errors import ModelError, ModelLoadError
 from nerservice.runtime.deps import require
 
 
 def build_graphs(model: Any, *, metadata: dict[str, str] | None = None) -> tuple[bytes, bytes]:
     """Serialized (words, context) ONNX graphs of a Keras ``NerTagger``, with ``metadata`` embedded."""
     require("onnx")
+    if getattr(model, "char_lm", None) is not None:
+        raise ModelError("ONNX export does not cover a tagger with a character LM (model.char_lm) yet",
+                         hint="serve it with the Keras runtime (--runtime keras; 'auto' does so)")
     from nerservice.runtime.graph import context_graph, words_graph
     from nerservice.runtime.weights import tagger_weights
 

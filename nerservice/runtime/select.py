@@ -2,7 +2,8 @@
 tokens/s) or Keras (the training framework, the reference).
 
     auto   an ONNX export -> ONNX Runtime; a Keras model -> converted in memory to the same ONNX graphs
-           when ``onnxruntime`` and ``onnx`` are installed and Keras is not on JAX (GPUs), else Keras
+           when ``onnxruntime`` and ``onnx`` are installed and Keras is not on JAX (GPUs), else Keras; a
+           model with a character LM (``model.char_lm``) stays on Keras: the graphs do not cover it yet
     onnx   ONNX Runtime, or a coded error saying what to install
     keras  the Keras forward of a saved model (an export has no Keras weights: a coded error)
 """
@@ -14,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from nerservice.artifacts.layout import ENSEMBLE, MANIFEST, ONNX_FORMAT
+from nerservice.artifacts.layout import CONFIG, ENSEMBLE, MANIFEST, ONNX_FORMAT
 from nerservice.errors import ModelLoadError
 
 Runtime = Literal["auto", "onnx", "keras"]
@@ -42,6 +43,21 @@ def _is_onnx_dir(d: Path) -> bool:
         return False
 
 
+def _has_char_lm(d: Path) -> bool:
+    """A model with a character LM (``model.char_lm``): the ONNX graphs do not cover it yet."""
+    try:
+        return bool(json.loads((d / CONFIG).read_text(encoding="utf-8"))["model"].get("char_lm_units"))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def onnx_covers(loaded: Any) -> bool:
+    members = getattr(loaded, "members", None)
+    if members is not None:
+        return all(onnx_covers(m) for m in members)
+    return getattr(getattr(loaded, "model", None), "char_lm", None) is None
+
+
 def converts_in_memory() -> bool:
     """``auto`` on a Keras model: convert when both packages are there and the backend is TensorFlow."""
     return (_installed("onnxruntime") and _installed("onnx")
@@ -56,7 +72,7 @@ def planned_runtime(model_dir: str | Path, runtime: str = "auto") -> str:
     if _is_onnx_dir(top):
         return "onnx"
     if runtime == "auto":
-        return "onnx" if converts_in_memory() else "keras"
+        return "onnx" if converts_in_memory() and not _has_char_lm(top) else "keras"
     return runtime
 
 
@@ -85,7 +101,7 @@ def load_for_inference(model_dir: str | Path, *, runtime: str = "auto", threads:
             raise ModelLoadError(f"{model_dir}: an ONNX export has no Keras weights", path=str(model_dir),
                                  hint="pass the source model folder to use the Keras runtime")
         return loaded
-    if runtime == "keras" or (runtime == "auto" and (xla or not converts_in_memory())):
+    if runtime == "keras" or (runtime == "auto" and (xla or not converts_in_memory() or not onnx_covers(loaded))):
         return loaded
     return to_onnx(loaded, **options)
 

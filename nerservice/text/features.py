@@ -18,8 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nerservice.text.char_stream import sentence_positions
 from nerservice.text.inputs import TAG_IDS
-from nerservice.text.vocab import Vocabularies, normalize_word
+from nerservice.text.vocab import Vocabularies, Vocabulary, normalize_word
 
 
 def clip_word(word: str, max_len: int) -> str:
@@ -88,11 +89,48 @@ class EncodedCorpus:
             if w:
                 self.type_chars[t, : len(w)] = [chars_id(ch) for ch in w]
                 self.type_lengths[t] = len(w)
+        self.lm_offsets: np.ndarray | None = None
+        if vocabs.lm_chars is not None:
+            self._encode_lm(sentences, vocabs.lm_chars)
         self.tag_ids: np.ndarray | None = None
         if tags is not None:
             tag_id = vocabs.tags.id
             self.tag_ids = np.fromiter((tag_id(x) for ts in tags for x in ts), dtype=np.int32,
                                        count=int(self.offsets[-1]))
+
+    def _encode_lm(self, sentences: Sequence[Sequence[str]], lm_chars: Vocabulary) -> None:
+        """Each sentence's characters as the character LM reads them, flat, and per token its two feature
+        positions (``text/char_stream.py``)."""
+        texts, fwd, bwd = [], [], []
+        for sent in sentences:
+            text, f, b = sentence_positions(sent)
+            texts.append(text)
+            fwd.append(f)
+            bwd.append(b)
+        sizes = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+        self.lm_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.lm_offsets[1:])
+        self.lm_ids = np.asarray(lm_chars.ids("".join(texts)), dtype=np.int32)
+        empty = np.zeros(0, dtype=np.int32)
+        self.lm_forward = np.concatenate(fwd) if fwd else empty
+        self.lm_backward = np.concatenate(bwd) if bwd else empty
+
+    def _lm_arrays(self, idx: np.ndarray, b: int, t: int, rows: np.ndarray, within: np.ndarray,
+                   src: np.ndarray, policy: ShapePolicy) -> dict[str, np.ndarray]:
+        if self.lm_offsets is None:  # a model without a character LM: placeholders of (almost) no size
+            zeros = np.zeros((b, t), dtype=np.int32)
+            return {"lm_chars": np.zeros((b, 1), dtype=np.int32), "lm_forward": zeros, "lm_backward": zeros}
+        starts, ends = self.lm_offsets[idx], self.lm_offsets[idx + 1]
+        # Rounded like the time axis, coarser: few distinct shapes reach a compiler.
+        s = round_up(int((ends - starts).max(initial=1)), 8 * policy.time_multiple)
+        lm_chars = np.zeros((b, s), dtype=np.int32)
+        for r, (a, e) in enumerate(zip(starts, ends)):
+            lm_chars[r, : e - a] = self.lm_ids[a:e]
+        forward = np.zeros((b, t), dtype=np.int32)
+        backward = np.zeros((b, t), dtype=np.int32)
+        forward[rows, within] = self.lm_forward[src]
+        backward[rows, within] = self.lm_backward[src]
+        return {"lm_chars": lm_chars, "lm_forward": forward, "lm_backward": backward}
 
     def __len__(self) -> int:
         return int(self.lengths.size)
@@ -130,7 +168,8 @@ class EncodedCorpus:
         word_index = np.zeros((b, t), dtype=np.int32)
         word_index[rows, within] = index_of
         del inverse
-        out = {"token_ids": token_ids, "lengths": lengths, "word_chars": word_chars, "word_index": word_index}
+        out = {"token_ids": token_ids, "lengths": lengths, "word_chars": word_chars, "word_index": word_index,
+               **self._lm_arrays(idx, b, t, rows, within, src, policy)}
         if with_tags and self.tag_ids is not None:
             tag_ids = np.zeros((b, t), dtype=np.int32)
             tag_ids[rows, within] = self.tag_ids[src]

@@ -8,6 +8,10 @@ is int32; the value is its rank (``None`` for every dimension in a TensorFlow si
   lengths    (B,)    real tokens per sentence (0 for a padding sentence)
   word_chars (U, C)  char ids of the *distinct* words of the batch, row 0 = the empty padding word
   word_index (B, T)  row of ``word_chars`` for each token (0 at padding)
+  lm_chars   (B, S)  the sentence's characters for the character LM (``text/char_stream.py``), 0 = padding;
+                     (B, 1) zeros for a model without one (``model.char_lm``)
+  lm_forward (B, T)  position in lm_chars of the forward LM's feature for each token (0 at padding)
+  lm_backward (B, T) likewise for the backward LM, counted in the sentence's reversed characters
   tag_ids    (B, T)  gold tags (training only), 0 at padding
 
 A distillation student's training batches also carry its teacher's targets (float32, not int32;
@@ -19,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeVar
 
-INPUT_RANKS: Mapping[str, int] = {"token_ids": 2, "lengths": 1, "word_chars": 2, "word_index": 2}
+INPUT_RANKS: Mapping[str, int] = {"token_ids": 2, "lengths": 1, "word_chars": 2, "word_index": 2,
+                                  "lm_chars": 2, "lm_forward": 2, "lm_backward": 2}
 INPUT_NAMES: tuple[str, ...] = tuple(INPUT_RANKS)
 TAG_IDS = "tag_ids"
 TRAIN_RANKS: Mapping[str, int] = {**INPUT_RANKS, TAG_IDS: 2}

@@ -271,14 +271,20 @@ class Vocabularies:
     words: Vocabulary
     chars: Vocabulary
     tags: TagVocabulary | MultiTagVocabulary
+    # The character LM's own characters (``model.char_lm``), None without one; saved only when present, so
+    # the vocabularies of models without an LM stay byte for byte what they were.
+    lm_chars: Vocabulary | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "version": VOCAB_VERSION,
             "words": self.words.to_dict(),
             "chars": self.chars.to_dict(),
             "tags": self.tags.to_dict(),
         }
+        if self.lm_chars is not None:
+            out["lm_chars"] = self.lm_chars.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Vocabularies":
@@ -289,6 +295,7 @@ class Vocabularies:
             words=Vocabulary.from_dict(d.get("words")),  # type: ignore[arg-type]
             chars=Vocabulary.from_dict(d.get("chars")),  # type: ignore[arg-type]
             tags=tag_vocabulary_from_dict(d.get("tags")),
+            lm_chars=Vocabulary.from_dict(d["lm_chars"]) if "lm_chars" in d else None,
         )
 
     def save(self, path: str | Path) -> None:

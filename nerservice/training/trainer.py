@@ -158,6 +158,7 @@ def train(
     spaCy's shape: the ``EpochLoop`` yields ``(record, is_best)``, the ``Checkpointer`` writes, and test is
     evaluated once, here, on the saved model-best."""
     from nerservice import backend
+    from nerservice.charlm.attach import resolve_char_lm
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.model.tagger import build_tagger
@@ -169,9 +170,12 @@ def train(
 
     clock = time.perf_counter()
     config = config_with_vectors(config, embeddings)
+    config, char_lm, char_lm_record = resolve_char_lm(config)
     out = Path(out_dir)
     others = list(dev_data) + list(test_data or [])
     vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_data, others, embeddings, progress=progress)
+    if char_lm is not None:
+        vocabs = dataclasses.replace(vocabs, lm_chars=char_lm.vocab)
     if distillation is not None:
         vocabs = dataclasses.replace(vocabs, tags=distillation.tags)
     timings = {"vectors_s": time.perf_counter() - clock}
@@ -180,7 +184,7 @@ def train(
     with scope:
         model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                              n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed,
-                             cls=distillation.tagger_cls if distillation is not None else None)
+                             cls=distillation.tagger_cls if distillation is not None else None, char_lm=char_lm)
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
@@ -190,6 +194,7 @@ def train(
     lineage = build_lineage(corpora=corpora, config_hash=config.fingerprint(), sources=sources or {},
                             backend=backend.current(),
                             extra={"vocab": vocab_stats, **({"recipe": recipe} if recipe else {}),
+                                   **({"char_lm": char_lm_record} if char_lm_record else {}),
                                    **({"distillation": distillation.record} if distillation is not None else {})})
     out.mkdir(parents=True, exist_ok=True)
     checkpointer = Checkpointer(out, vocabs=vocabs, config=config, lineage=lineage, enabled=chief, keep=keep)
