@@ -12,6 +12,12 @@
 #      windows with the learning rate scaled by the tokens per step (x4 / x2) and the 2-epoch warm-up from 1e-3
 #   G: the multi-corpus model over all four corpora (corpora.json), the F recipe, seeds 42/1/2
 #   F: batch 128, lr 4e-3, 2-epoch warm-up from 0.25x on BC2GM, linnaeus and BC5CDR (seeds 42/1/2)
+# Session 7 (issue 14, character language model; written on CPU, not yet run on a GPU):
+#   H: pretrain a 1024-unit forward + backward character LM on the train+devel text of the four corpora
+#      (`nerservice charlm`, held-out bits per character on linnaeus devel; <= 4 min), return it in $OUT/lm,
+#      then the F recipe + `model.char_lm` on NCBI-disease and BC5CDR (seeds 42/1/2) against session 6's F runs
+#   I: the same on BC2GM and linnaeus, with H's LM carried back (`carry` .devdata/h4 and the fetched lm folder
+#      copied to .devdata/h4/lm)
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
 # Wait for the runs by PID, never a bare `wait`: it also waits for the GPU monitor loop, which never ends, so the
 # results are never packed (session 6's call E lost its tar that way).
@@ -86,6 +92,32 @@ G)
     timeout 565 python3 bench/gpu/multi_corpus.py --one multi --seed $s --corpora $D/corpora.json $V $B \
       --out /tmp/multi4-$s --json-out $R/multi4-b128-$s.json > $R/multi4-b128-$s.log 2>&1 &
     pids="${pids:-} $!"
+  done
+  wait $pids ;;
+H)
+  T=""; for c in NCBI-disease BC5CDR BC2GM; do T="$T $D/$c/train.tsv $D/$c/devel.tsv"; done
+  timeout 240 python3 -m nerservice.cli.main charlm --text $T $D/linnaeus/train.tsv --dev $D/linnaeus/devel.tsv \
+    --out /tmp/lm --set units=1024 --set batch_size=128 --set epochs=40 --set max_minutes=1.8 > $R/charlm.log 2>&1
+  mkdir -p $OUT/lm && cp /tmp/lm/* $OUT/lm/
+  B="--no-ceiling --no-inference --set training.batch_size=128 --set training.learning_rate=0.004 --set model.char_lm=/tmp/lm"
+  B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=3.8"
+  for s in 42 1 2; do
+    for c in NCBI-disease BC5CDR; do
+      timeout 320 python3 bench/gpu/train_gpu.py --corpus $D/$c $V $B --set training.seed=$s --out /tmp/h-$c-$s \
+        --json-out $R/$c-lm-$s.json > $R/$c-lm-$s.log 2>&1 &
+      pids="${pids:-} $!"
+    done
+  done
+  wait $pids ;;
+I)
+  B="--no-ceiling --no-inference --set training.batch_size=128 --set training.learning_rate=0.004"
+  B="$B --set model.char_lm=.devdata/h4/lm --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25"
+  for s in 42 1 2; do
+    for c in BC2GM linnaeus; do
+      timeout 565 python3 bench/gpu/train_gpu.py --corpus $D/$c $V $B --set training.max_minutes=7.2 --set training.seed=$s \
+        --out /tmp/i-$c-$s --json-out $R/$c-lm-$s.json > $R/$c-lm-$s.log 2>&1 &
+      pids="${pids:-} $!"
+    done
   done
   wait $pids ;;
 esac

@@ -120,7 +120,6 @@ def test_layer_features_do_not_depend_on_padding_or_the_other_sentences(tiny_lm)
 def test_a_tagger_trained_with_the_lm_keeps_it_frozen_saves_serves_and_records_it(
         lm_dir: Path, tiny_lm, demo_corpus: dict[str, Path], tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from helpers import tiny_config
-
     from nerservice.artifacts.formats import load_model
     from nerservice.charlm.folder import load_char_lm
     from nerservice.data import read_corpus
