@@ -79,6 +79,7 @@ FLOORS: dict[str, int] = {
     "nerservice.runtime": 2,
     "nerservice.artifacts": 3,
     "nerservice.inference": 4, "nerservice.training": 4, "nerservice.multi": 4, "nerservice.distil": 4,
+    "nerservice.charlm": 4,
     # Export reads saved folders and writes an ONNX folder; runtime selection loads any folder.
     "nerservice.runtime.export": 4, "nerservice.runtime.select": 4,
     "nerservice.store": 5,

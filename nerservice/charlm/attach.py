@@ -8,6 +8,13 @@ from nerservice.charlm.folder import CharLM, load_char_lm
 from nerservice.config import NerConfig
 
 
+def lm_arguments(lm: CharLM | None) -> dict[str, Any]:
+    """``build_tagger``'s arguments for the LM (none without one)."""
+    if lm is None:
+        return {}
+    return {"n_lm_chars": len(lm.vocab), "char_lm_weights": lm.encoder_weights()}
+
+
 def resolve_char_lm(config: NerConfig) -> tuple[NerConfig, CharLM | None, dict[str, Any]]:
     """(config with the LM's sizes, the LM or None, its lineage record or {})."""
     if not config.model.char_lm:

@@ -30,7 +30,7 @@ def windows(stream: np.ndarray, window: int, offset: int) -> tuple[np.ndarray, n
 def build_direction(n_chars: int, cfg: CharLMConfig, name: str) -> Any:
     import keras
 
-    from nerservice.charlm.layer import direction_layers
+    from nerservice.model.char_lm_layer import direction_layers
 
     emb, lstm = direction_layers(n_chars, cfg.embedding_dim, cfg.units, name)
     model = keras.Sequential([keras.Input((None,), dtype="int32"), emb, lstm,

@@ -5,22 +5,20 @@ residual BiLSTM stack (128/dir × depth) → dropout → emission scores → CRF
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import keras
 import numpy as np
 from keras import ops
 
-from nerservice.charlm.layer import ContextualCharEmbedding
 from nerservice.config import ModelConfig
 from nerservice.errors import ConfigError
+from nerservice.model.char_lm_layer import ContextualCharEmbedding
 from nerservice.model.crf import CRF
 from nerservice.model.decode import CrfParams
 from nerservice.model.layers import CharEncoder, ReplicaDropout, ResidualBiLSTMStack, keep_mask
 from nerservice.text.vocab import UNK_ID
-
-if TYPE_CHECKING:
-    from nerservice.charlm.folder import CharLM
 
 
 @keras.saving.register_keras_serializable(package="nerservice")
@@ -124,18 +122,18 @@ def dummy_batch() -> dict[str, np.ndarray]:
 
 def build_tagger(model_config: ModelConfig, *, n_words: int, n_chars: int, n_tags: int,
                  word_vectors: np.ndarray | None = None, seed: int = 42, cls: type[NerTagger] | None = None,
-                 char_lm: CharLM | None = None, **extra: Any) -> NerTagger:
+                 char_lm_weights: Mapping[str, Sequence[np.ndarray]] | None = None, **extra: Any) -> NerTagger:
     """Construct and build a tagger; ``word_vectors`` (n_words, d) initialises (and by default freezes) words.
-    ``cls``/``extra``: a subclass and its own constructor arguments (the multi-corpus tagger)."""
+    ``char_lm_weights``: a pretrained character LM's encoder arrays per direction (``CharLM.encoder_weights``;
+    ``n_lm_chars`` in ``extra``).  ``cls``/``extra``: a subclass and its own constructor arguments (the
+    multi-corpus tagger)."""
     keras.utils.set_random_seed(seed)
     word_dim = int(word_vectors.shape[1]) if word_vectors is not None else model_config.word_embedding_dim
-    if char_lm is not None:
-        extra["n_lm_chars"] = len(char_lm.vocab)
     tagger = (cls or NerTagger)(n_words=n_words, n_chars=n_chars, n_tags=n_tags, word_dim=word_dim,
                                 model_config=model_config.model_dump(mode="json"), **extra)
     tagger.build_for_inference()
-    if char_lm is not None and tagger.char_lm is not None:
-        tagger.char_lm.set_direction_weights(char_lm.encoder_weights())
+    if char_lm_weights is not None and tagger.char_lm is not None:
+        tagger.char_lm.set_direction_weights(char_lm_weights)
     if word_vectors is not None:
         tagger.set_word_vectors(word_vectors, trainable=model_config.embeddings_trainable)
     return tagger

@@ -11,7 +11,7 @@ tags instead of one head's (cheap next to the BiLSTMs). Inference decodes each h
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import keras
 import numpy as np
@@ -20,9 +20,6 @@ from keras import ops
 from nerservice.config import ModelConfig
 from nerservice.model.tagger import NerTagger, build_tagger
 from nerservice.text.vocab import MultiTagVocabulary
-
-if TYPE_CHECKING:
-    from nerservice.charlm.folder import CharLM
 
 OFF_HEAD = 1e4  # emission penalty outside a sentence's head: exp(-1e4) underflows to exactly 0 in float32
 
@@ -53,6 +50,6 @@ class MultiNerTagger(NerTagger):
 
 def build_multi_tagger(model_config: ModelConfig, *, tags: MultiTagVocabulary, n_words: int, n_chars: int,
                        word_vectors: np.ndarray | None = None, seed: int = 42,
-                       char_lm: CharLM | None = None) -> NerTagger:
+                       **lm: Any) -> NerTagger:
     return build_tagger(model_config, n_words=n_words, n_chars=n_chars, n_tags=len(tags), word_vectors=word_vectors,
-                        seed=seed, cls=MultiNerTagger, char_lm=char_lm, column_heads=tags.column_heads().tolist())
+                        seed=seed, cls=MultiNerTagger, column_heads=tags.column_heads().tolist(), **lm)

@@ -72,7 +72,7 @@ def train_multi(
     """Train one model on ``corpora`` (from ``read_corpora``); same distributed contract as ``train``."""
     from nerservice import backend
     from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
-    from nerservice.charlm.attach import resolve_char_lm
+    from nerservice.charlm.attach import lm_arguments, resolve_char_lm
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.multi.tagger import build_multi_tagger
@@ -102,7 +102,8 @@ def train_multi(
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
     with scope:
         model = build_multi_tagger(config.model, tags=tags, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
-                                   word_vectors=matrix, seed=config.training.seed, char_lm=char_lm)
+                                   word_vectors=matrix, seed=config.training.seed,
+                                   **lm_arguments(char_lm))
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)

@@ -158,7 +158,7 @@ def train(
     spaCy's shape: the ``EpochLoop`` yields ``(record, is_best)``, the ``Checkpointer`` writes, and test is
     evaluated once, here, on the saved model-best."""
     from nerservice import backend
-    from nerservice.charlm.attach import resolve_char_lm
+    from nerservice.charlm.attach import lm_arguments, resolve_char_lm
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.model.tagger import build_tagger
@@ -184,7 +184,8 @@ def train(
     with scope:
         model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                              n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed,
-                             cls=distillation.tagger_cls if distillation is not None else None, char_lm=char_lm)
+                             cls=distillation.tagger_cls if distillation is not None else None,
+                             **lm_arguments(char_lm))
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)

@@ -85,7 +85,7 @@ def test_layer_features_do_not_depend_on_padding_or_the_other_sentences(tiny_lm)
     import keras
     from keras import ops
 
-    from nerservice.charlm.layer import ContextualCharEmbedding
+    from nerservice.model.char_lm_layer import ContextualCharEmbedding
     from nerservice.text.char_stream import sentence_positions
 
     layer = ContextualCharEmbedding(len(tiny_lm.vocab), embedding_dim=4, units=8)

@@ -1,10 +1,12 @@
-"""The pretrained character LM inside the tagger: per-token features from a forward and a backward LSTM run
-over the sentence's characters (``text/char_stream.py`` says which positions).  Written with ``keras.ops`` only,
-like the tagger's other layers, and without masks: the backward direction reads the characters reversed
-within each sentence's length (``model/layers.py``), so right padding never reaches a real position.
+"""The pretrained character LM (``nerservice/charlm``) inside the tagger: per-token features from a forward
+and a backward LSTM run over the sentence's characters (``text/char_stream.py`` says which positions).
+Written with ``keras.ops`` only, like the tagger's other layers, and without masks: the backward direction
+reads the characters reversed within each sentence's length (``model/layers.py``), so right padding never
+reaches a real position.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import keras
@@ -55,12 +57,12 @@ class ContextualCharEmbedding(keras.layers.Layer):
         return {"forward": self.fwd_embedding.get_weights() + self.fwd_lstm.get_weights(),
                 "backward": self.bwd_embedding.get_weights() + self.bwd_lstm.get_weights()}
 
-    def set_direction_weights(self, weights: dict[str, list[Any]]) -> None:
+    def set_direction_weights(self, weights: Mapping[str, Sequence[Any]]) -> None:
         for name, emb, lstm in (("forward", self.fwd_embedding, self.fwd_lstm),
                                 ("backward", self.bwd_embedding, self.bwd_lstm)):
             w = weights[name]
-            emb.set_weights(w[:1])
-            lstm.set_weights(w[1:])
+            emb.set_weights(list(w[:1]))
+            lstm.set_weights(list(w[1:]))
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "n_chars": self.n_chars, "embedding_dim": self.embedding_dim,
