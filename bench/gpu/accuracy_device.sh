@@ -13,7 +13,8 @@
 #   G: the multi-corpus model over all four corpora (corpora.json), the F recipe, seeds 42/1/2
 #   F: batch 128, lr 4e-3, 2-epoch warm-up from 0.25x on BC2GM, linnaeus and BC5CDR (seeds 42/1/2)
 # Session 7 (issue 14, character language model; written on CPU, not yet run on a GPU):
-#   H: pretrain a 1024-unit forward + backward character LM on the train+devel text of the four corpora
+#   H: pretrain a 512-unit forward + backward character LM (its weights.npz, ~10 MB, must stay under the 16 MiB a
+#      returned file may have) on the train+devel text of the four corpora
 #      (`nerservice charlm`, held-out bits per character on linnaeus devel; <= 4 min), return it in $OUT/lm,
 #      then the F recipe + `model.char_lm` on NCBI-disease and BC5CDR (seeds 42/1/2) against session 6's F runs
 #   I: the same on BC2GM and linnaeus, with H's LM carried back (`carry` .devdata/h4 and the fetched lm folder
@@ -34,6 +35,20 @@ pack() {  # every result file so far, into $OUT: the monitor calls it each minut
     | tar czf $OUT/res$CALL.tgz.tmp -T - && mv $OUT/res$CALL.tgz.tmp $OUT/res$CALL.tgz)
 }
 ( while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; pack; done ) & mon=$!
+# The b128 recipe on CORPUS... for seeds 42/1/2, side by side: b128 TIMEOUT_S CAP_MIN TMP_PREFIX RESULT_TAG "EXTRA" CORPUS...
+b128() {
+  local timeout_s=$1 cap=$2 tmp=$3 tag=$4 extra=$5 pids="" s c; shift 5
+  local B="--no-ceiling --no-inference --set training.batch_size=128 --set training.learning_rate=0.004"
+  B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=$cap $extra"
+  for s in 42 1 2; do
+    for c in "$@"; do
+      timeout $timeout_s python3 bench/gpu/train_gpu.py --corpus $D/$c $V $B --set training.seed=$s --out /tmp/$tmp-$c-$s \
+        --json-out $R/$c-$tag-$s.json > $R/$c-$tag-$s.log 2>&1 &
+      pids="$pids $!"
+    done
+  done
+  wait $pids
+}
 case $1 in
 B)
   runs=()
@@ -75,16 +90,7 @@ E)
   done
   wait $pids ;;
 F)
-  B="--no-ceiling --no-inference --set training.batch_size=128 --set training.learning_rate=0.004"
-  B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=7.2"
-  for s in 42 1 2; do
-    for c in BC2GM linnaeus BC5CDR; do
-      timeout 565 python3 bench/gpu/train_gpu.py --corpus $D/$c $V $B --set training.seed=$s --out /tmp/f-$c-$s \
-        --json-out $R/$c-b128-$s.json > $R/$c-b128-$s.log 2>&1 &
-      pids="${pids:-} $!"
-    done
-  done
-  wait $pids ;;
+  b128 565 7.2 f b128 "" BC2GM linnaeus BC5CDR ;;
 G)
   B="--set training.batch_size=128 --set training.learning_rate=0.004"
   B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=7.2"
@@ -97,29 +103,11 @@ G)
 H)
   T=""; for c in NCBI-disease BC5CDR BC2GM; do T="$T $D/$c/train.tsv $D/$c/devel.tsv"; done
   timeout 240 python3 -m nerservice.cli.main charlm --text $T $D/linnaeus/train.tsv --dev $D/linnaeus/devel.tsv \
-    --out /tmp/lm --set units=1024 --set batch_size=128 --set epochs=40 --set max_minutes=1.8 > $R/charlm.log 2>&1
+    --out /tmp/lm --set units=512 --set batch_size=128 --set epochs=40 --set max_minutes=1.8 > $R/charlm.log 2>&1
   mkdir -p $OUT/lm && cp /tmp/lm/* $OUT/lm/
-  B="--no-ceiling --no-inference --set training.batch_size=128 --set training.learning_rate=0.004 --set model.char_lm=/tmp/lm"
-  B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=3.8"
-  for s in 42 1 2; do
-    for c in NCBI-disease BC5CDR; do
-      timeout 320 python3 bench/gpu/train_gpu.py --corpus $D/$c $V $B --set training.seed=$s --out /tmp/h-$c-$s \
-        --json-out $R/$c-lm-$s.json > $R/$c-lm-$s.log 2>&1 &
-      pids="${pids:-} $!"
-    done
-  done
-  wait $pids ;;
+  b128 320 3.8 h lm "--set model.char_lm=/tmp/lm" NCBI-disease BC5CDR ;;
 I)
-  B="--no-ceiling --no-inference --set training.batch_size=128 --set training.learning_rate=0.004"
-  B="$B --set model.char_lm=.devdata/h4/lm --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25"
-  for s in 42 1 2; do
-    for c in BC2GM linnaeus; do
-      timeout 565 python3 bench/gpu/train_gpu.py --corpus $D/$c $V $B --set training.max_minutes=7.2 --set training.seed=$s \
-        --out /tmp/i-$c-$s --json-out $R/$c-lm-$s.json > $R/$c-lm-$s.log 2>&1 &
-      pids="${pids:-} $!"
-    done
-  done
-  wait $pids ;;
+  b128 565 7.2 i lm "--set model.char_lm=.devdata/h4/lm" BC2GM linnaeus ;;
 esac
 kill $mon
 pack
