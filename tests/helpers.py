@@ -13,6 +13,18 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 
+# JVM options for the Spark JVMs the tests start (drivers, executors, masters, workers, spark-class's launcher):
+# they live for seconds to minutes, move little data, and share two cores, so C2's compiler threads and G1's
+# background threads cost them more CPU than they win back (a local spark-submit of a trivial job: 10 s of
+# CPU by default, 5.5 s with these). The JIT tier and the collector do not change what Spark computes.
+JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def jvm_env() -> dict[str, str]:
+    """Environment that gives every JVM started through spark-class / spark-submit ``JVM_OPTS`` (for scripts
+    that start Spark themselves; executors of a standalone cluster take theirs from the application's conf)."""
+    return {"SPARK_LAUNCHER_OPTS": JVM_OPTS, "SPARK_SUBMIT_OPTS": JVM_OPTS, "SPARK_DAEMON_JAVA_OPTS": JVM_OPTS}
+
 
 def assert_config_roundtrip(layer: Any, run: Callable[[Any], Any], *, atol: float = 0.0) -> Any:
     """keras-hub's habit: ``from_config(get_config())`` gives the same config and, once it holds the same
