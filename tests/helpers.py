@@ -21,9 +21,12 @@ JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def jvm_env() -> dict[str, str]:
-    """Environment that gives every JVM started through spark-class / spark-submit ``JVM_OPTS`` (for scripts
-    that start Spark themselves; executors of a standalone cluster take theirs from the application's conf)."""
-    return {"SPARK_LAUNCHER_OPTS": JVM_OPTS, "SPARK_SUBMIT_OPTS": JVM_OPTS, "SPARK_DAEMON_JAVA_OPTS": JVM_OPTS}
+    """Environment that gives ``JVM_OPTS`` to every JVM started through spark-class or spark-submit: the
+    launcher, masters and workers, drivers, and (a ``spark.*`` system property of the driver becomes part
+    of the application's conf) the executors a standalone worker starts for the application."""
+    executors = f'"-Dspark.executor.extraJavaOptions={JVM_OPTS}"'  # spark-class splits the variable, quotes kept
+    return {"SPARK_LAUNCHER_OPTS": JVM_OPTS, "SPARK_DAEMON_JAVA_OPTS": JVM_OPTS,
+            "SPARK_SUBMIT_OPTS": f"{JVM_OPTS} {executors}"}
 
 
 def assert_config_roundtrip(layer: Any, run: Callable[[Any], Any], *, atol: float = 0.0) -> Any:

@@ -16,13 +16,17 @@ from pathlib import Path
 import pytest
 from docker_tools import REPO, free_port
 
+from helpers import jvm_env
+
 QUICKSTART = REPO / "scripts" / "quickstart.sh"
 CHECK_README = REPO / "scripts" / "check_readme.sh"
 
 
 def _env(tmp_path: Path, port: int, corpus: dict[str, Path], **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NERSERVICE_")}
-    return {**env, "RUNS_DIR": str(tmp_path / "runs"), "NERSERVICE_STORE_DIR": str(tmp_path / "models"),
+    # jvm_env(): the JIT and GC options of every Spark JVM the tests start (helpers.JVM_OPTS); local Spark
+    # runs the whole job in the spark-submit JVM.
+    return {**env, **jvm_env(), "RUNS_DIR": str(tmp_path / "runs"), "NERSERVICE_STORE_DIR": str(tmp_path / "models"),
             "PORT": str(port), "CORPUS_DIR": str(Path(corpus["train"]).parent), "EPOCHS": "2",
             "VENV": str(REPO / ".venv"), **extra}
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from docker_tools import REPO, free_port
 
+from helpers import jvm_env
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 ENTRYPOINT = REPO / "docker" / "spark" / "entrypoint.sh"
@@ -59,6 +61,7 @@ def gpu_cluster(tmp_path):
     ports = {name: free_port() for name in ("master", "master_ui", "worker_ui")}
     env = {
         **os.environ,
+        **jvm_env(),  # the JIT and GC options of every Spark JVM the tests start (helpers.JVM_OPTS)
         "SPARK_HOME": _spark_home(),
         "SPARK_CONF_DIR": str(conf),
         "SPARK_LOCAL_IP": "127.0.0.1",  # also binds the web UIs to loopback

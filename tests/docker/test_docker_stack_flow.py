@@ -25,9 +25,17 @@ from pathlib import Path
 import pytest
 from docker_tools import REPO, compose_model, free_port
 
+from helpers import jvm_env
+
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.server]
 
 BIN = Path(sys.executable).parent
+# The compose defaults (GloVe vectors included) with the recurrent stack and dense layer shrunk to the tiny
+# fixtures' sizes: nothing below depends on the model's size or quality, and the default 3 x 128-unit stack
+# spent most of the training stage tracing and training (TRAIN_ARGS is split on spaces by the script).
+TRAIN_ARGS = " ".join(f"--set {k}={v}" for k, v in {
+    "training.batch_size": 16, "model.lstm_layers": 1, "model.lstm_units": 24, "model.dense_units": 48,
+    "model.char_embedding_dim": 12, "model.char_cnn_filters": 16, "model.char_lstm_units": 12}.items())
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -93,7 +101,9 @@ def stack(tmp_path, demo_corpus):
     store_uri = f"http://127.0.0.1:{ports['mlflow']}"
     base = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "TF_CPP_MIN_LOG_LEVEL": "2",
             "NERSERVICE_STORE_DIR": str(tmp_path / "client-cache")}
-    spark_env = {**base, "SPARK_HOME": str(Path(pyspark.__file__).parent), "SPARK_LOCAL_IP": "127.0.0.1",
+    # jvm_env(): the JIT and GC options of every Spark JVM the tests start (helpers.JVM_OPTS), here for the
+    # master, the workers and the pipeline's spark-submits.
+    spark_env = {**base, **jvm_env(), "SPARK_HOME": str(Path(pyspark.__file__).parent), "SPARK_LOCAL_IP": "127.0.0.1",
                  "SPARK_CONF_DIR": str(REPO / "docker" / "spark"), "PYSPARK_PYTHON": sys.executable,
                  "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_DIRS": str(tmp_path / "spark-local")}
     try:
@@ -120,7 +130,7 @@ def stack(tmp_path, demo_corpus):
             _stop(proc)
 
 
-def test_trainer_pipeline_trains_on_two_workers_registers_promotes_and_reloads_the_api(stack):
+def test_trainer_pipeline_trains_on_two_workers_registers_promotes_and_reloads_the_api(stack, capsys):
     ports, store_uri = stack["ports"], stack["store_uri"]
     api = f"http://127.0.0.1:{ports['api']}"
 
@@ -141,7 +151,7 @@ def test_trainer_pipeline_trains_on_two_workers_registers_promotes_and_reloads_t
            "NERSERVICE_STORE_URI": store_uri, "CORPUS_DIR": str(Path(corpus["train"]).parent),
            "RUNS_DIR": str(stack["tmp"] / "runs"), "TRAIN_WORKERS": "2", "TASK_CPUS": "1", "EPOCHS": "2",
            "MODEL_NAME": "demo", "PROMOTE_ALIAS": "production", "WAIT_TIMEOUT": "150",
-           "TRAIN_ARGS": "--set training.batch_size=16",
+           "TRAIN_ARGS": TRAIN_ARGS,
            "API_URL": api, "NERSERVICE_API_ADMIN_TOKEN": "test-token"}
     proc = subprocess.run(["bash", str(REPO / "docker/spark/train-pipeline.sh")], env=env, capture_output=True,
                           text=True, timeout=900, cwd=stack["tmp"])
@@ -157,10 +167,11 @@ def test_trainer_pipeline_trains_on_two_workers_registers_promotes_and_reloads_t
     assert (run / "prep" / "stats.json").is_file()
 
     # Registered and promoted in the server store; the reload step swapped it into the running API.
-    listing = subprocess.run([str(BIN / "nerservice"), "models", "list", "demo", "--json", "--store", store_uri],
-                             capture_output=True, text=True, timeout=120, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert listing.returncode == 0, listing.stderr
-    versions = json.loads(listing.stdout)
+    # The CLI's own entry point, in this process (a new interpreter would only add its import time).
+    from nerservice.cli.main import main
+
+    assert main(["models", "list", "demo", "--json", "--store", store_uri]) == 0
+    versions = json.loads(capsys.readouterr().out)
     assert any("production" in v.get("aliases", []) for v in versions), versions
     assert '"changed":true' in out.replace(" ", "")
     status, body = _get(f"{api}/readyz")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyspark
 
-from helpers import JVM_OPTS, jvm_env  # tests/helpers.py
+from helpers import jvm_env  # tests/helpers.py
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 PYTHON = sys.executable
@@ -34,8 +34,6 @@ SUBMIT_CONF = {
     "spark.pyspark.driver.python": PYTHON, "spark.ui.enabled": "false", "spark.executor.memory": "1g",
     "spark.driver.memory": "1g", "spark.ui.showConsoleProgress": "false",
     "spark.executorEnv.TF_CPP_MIN_LOG_LEVEL": "2", "spark.executorEnv.PYTHONUNBUFFERED": "1",
-    # helpers.JVM_OPTS for the executors too (env() gives them to the driver, master, workers and launcher).
-    "spark.executor.extraJavaOptions": JVM_OPTS,
 }
 GPU_CONF = {"spark.executor.resource.gpu.amount": "1", "spark.task.resource.gpu.amount": "1"}
 
@@ -67,7 +65,8 @@ class SparkCluster:
         env.update(SPARK_HOME=str(SPARK_HOME), SPARK_LOCAL_IP=LOCAL, SPARK_CONF_DIR=str(self.root / "conf"),
                    SPARK_LOG_DIR=str(self.root / "logs"), SPARK_PID_DIR=str(self.root / "pids"),
                    SPARK_LOCAL_DIRS=str(self.root / "local"), PYSPARK_PYTHON=PYTHON, PYSPARK_DRIVER_PYTHON=PYTHON,
-                   SPARK_DAEMON_MEMORY="512m", TF_CPP_MIN_LOG_LEVEL="2", **jvm_env(), **extra)
+                   SPARK_DAEMON_MEMORY="512m", TF_CPP_MIN_LOG_LEVEL="2",
+                   **jvm_env(), **extra)  # JIT and GC options of every JVM here: helpers.JVM_OPTS
         return env
 
     def _spawn(self, name: str, args: list[str], **env: str) -> subprocess.Popen:
