@@ -29,6 +29,18 @@ def jvm_env() -> dict[str, str]:
             "SPARK_SUBMIT_OPTS": f"{JVM_OPTS} {executors}"}
 
 
+# The JAX processes the tests start compile every step and forward pass with XLA for the CPU, and on runs this
+# small compiling dominates: without LLVM's optimisation passes (XLA's own HLO passes still run) a 2-epoch JAX
+# training takes 16 s of CPU instead of 22 s; the code runs slower, which these few steps do not notice.
+# Results agree to float rounding (a loss in the 7th digit), which is what the JAX tests compare to anyway.
+JAX_XLA_FLAGS = "--xla_backend_optimization_level=0"
+
+
+def jax_env(*xla_flags: str) -> dict[str, str]:
+    """Environment for a JAX process the tests start: the Keras backend and ``JAX_XLA_FLAGS`` (+ ``xla_flags``)."""
+    return {"KERAS_BACKEND": "jax", "XLA_FLAGS": " ".join([JAX_XLA_FLAGS, *xla_flags])}
+
+
 def assert_config_roundtrip(layer: Any, run: Callable[[Any], Any], *, atol: float = 0.0) -> Any:
     """keras-hub's habit: ``from_config(get_config())`` gives the same config and, once it holds the same
     weights, the same output.  ``run(layer)`` calls the layer on fixed inputs (building it) and returns

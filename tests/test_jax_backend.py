@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import REPO, run_python
+from helpers import REPO, jax_env, run_python
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
@@ -109,7 +109,7 @@ def test_jax_backend_end_to_end_and_weights_move_between_backends(tmp_path: Path
     np.savez(tmp_path / "batch_jax.npz", **_batch(tf_loaded))
     code = JAX_SCRIPT.format(tests=str(REPO / "tests"), work=str(tmp_path), tf_model=str(tiny_model_dir),
                              corpus={k: str(v) for k, v in demo_corpus.items()}, texts=TEXTS)
-    res = last_json_line(run_python(code, env={"KERAS_BACKEND": "jax"}, timeout=600).stdout)
+    res = last_json_line(run_python(code, env=jax_env(), timeout=600).stdout)
 
     assert res["crf_max_error"] < 1e-4
     assert [h["epoch"] for h in res["history"]] == [1, 2, 3]

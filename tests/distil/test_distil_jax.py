@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, TINY_OVERRIDES, save_random_model
+from helpers import REPO, TINY_OVERRIDES, jax_env, save_random_model
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
@@ -34,7 +34,7 @@ def test_the_gpu_bench_distils_under_jax_without_tensorflow(tmp_path: Path) -> N
     # bucket_size 32: one time length, so XLA compiles the step once (compiles dominate a run this small)
     sets = ["--set", "training.epochs=4", "--set", "training.learning_rate=0.01", "--set", "training.bucket_size=32"]
     assert TINY_OVERRIDES["model.embeddings"] == []  # the teachers' config: no vectors file needed
-    env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": f"{block}{os.pathsep}{REPO}",
+    env = {**os.environ, **jax_env(), "PYTHONPATH": f"{block}{os.pathsep}{REPO}",
            "TF_CPP_MIN_LOG_LEVEL": "2"}
     out = tmp_path / "result.json"
     proc = subprocess.run([sys.executable, str(REPO / "bench/gpu/distil_gpu.py"), "--data", str(data),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, last_json_line, run_python
+from helpers import REPO, jax_env, last_json_line, run_python
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
@@ -42,7 +42,7 @@ def test_device_decode_equals_numpy_decode_and_the_tensorflow_path(tmp_path: Pat
     sentences += [[], [tok for s in sentences[:6] for tok in s], ["x"], []]
     (tmp_path / "s.json").write_text(json.dumps(sentences))
     res = last_json_line(run_python(SCRIPT.format(sentences=str(tmp_path / "s.json"), model=str(tiny_model_dir)),
-                                    env={"KERAS_BACKEND": "jax", "PYTHONPATH": str(REPO)}, timeout=600).stdout)
+                                    env={**jax_env(), "PYTHONPATH": str(REPO)}, timeout=600).stdout)
     assert res["policies"] == [1, 4, 4, 4]
     tf_tagged = load_model(tiny_model_dir).predictor(batch_size=4, token_budget=64).tag(sentences)
     for with_scores in ("True", "False"):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import tiny_config
+from helpers import jax_env, tiny_config
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
@@ -33,7 +33,7 @@ def test_two_jax_processes_equal_one_process_on_the_whole_batch(tmp_path: Path) 
     for world in (2, 1):
         spec = TrainSpec(config=config.model_dump(mode="json"), out_dir=str(tmp_path / f"world{world}"), world=world,
                          backend="jax", resume=False, collective_timeout_s=300)
-        runs[world] = run_local(spec, data)
+        runs[world] = run_local(spec, data, env=jax_env())  # helpers.JAX_XLA_FLAGS
 
     two, one = runs[2], runs[1]
     assert [r["rank"] for r in two] == [0, 1] and len({r["pid"] for r in two}) == 2

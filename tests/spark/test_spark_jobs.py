@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TINY_OVERRIDES  # tests/helpers.py
+from helpers import JAX_XLA_FLAGS, TINY_OVERRIDES  # tests/helpers.py
 
 from .job_helpers import check, last_json
 
@@ -194,7 +194,8 @@ def test_jax_workers_grow_and_resume_from_checkpoint_after_a_kill(spark_cluster,
     proc = spark_cluster.submit(
         "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2", "--backend", "jax",
         "--scaling", "grow", "--inject-kill", "1:2", "--collective-timeout", "120",
-        *overrides(**{"training.epochs": 3, "training.bucket_size": 32, "model.lstm_layers": 1}), timeout=600)
+        *overrides(**{"training.epochs": 3, "training.bucket_size": 32, "model.lstm_layers": 1}),
+        conf={"spark.executorEnv.XLA_FLAGS": JAX_XLA_FLAGS}, timeout=600)  # see helpers.JAX_XLA_FLAGS
     check(proc, "jax train with a killed worker")
     summary = last_json(proc.stdout)
     assert json.loads((out / MARKER).read_text())["rank"] == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import REPO, last_json_line, run_python
+from helpers import REPO, jax_env, last_json_line, run_python
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
@@ -91,8 +91,7 @@ print(json.dumps(res))
 def test_two_device_data_parallel_step_equals_one_device(tmp_path, demo_corpus) -> None:
     code = SCRIPT.format(tests=str(REPO / "tests"), out=str(tmp_path / "dp-run"),
                          corpus={k: str(v) for k, v in demo_corpus.items()})
-    res = last_json_line(run_python(code, env={"KERAS_BACKEND": "jax",
-                                               "XLA_FLAGS": "--xla_force_host_platform_device_count=2"},
+    res = last_json_line(run_python(code, env=jax_env("--xla_force_host_platform_device_count=2"),
                                     timeout=900).stdout)
     assert res["steps"] >= 5 and res["loss_moved"] > 0
     # Same update on one device and on two, dropout included (JAX's partitionable threefry draws the
