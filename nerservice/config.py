@@ -18,11 +18,13 @@ from nerservice.errors import ConfigError
 CONFIG_VERSION: Final = "nerservice.config.v1"
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
+    """A typo in a config file or override is an error, never a silently ignored knob."""
+
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-class ModelConfig(_Strict):
+class ModelConfig(Strict):
     """Network shape. Sizes that depend on data (vocab, chars, tags) are not here: they come from the
     vocabularies saved beside the config."""
 
@@ -57,7 +59,7 @@ class ModelConfig(_Strict):
     char_lm_embedding_dim: int = Field(0, ge=0)
 
 
-class TrainingConfig(_Strict):
+class TrainingConfig(Strict):
     epochs: int = Field(40, ge=1)  # an upper bound: patience usually stops earlier (BENCHMARKS.md, session 4)
     # NerDL uses batch 8; on 2 CPU cores 32 trains ~3x faster per epoch with the same F1 in our runs.
     batch_size: int = Field(32, ge=1)
@@ -81,7 +83,7 @@ class TrainingConfig(_Strict):
     average_epochs: int = Field(5, ge=0)
 
 
-class NerConfig(_Strict):
+class NerConfig(Strict):
     version: Literal["nerservice.config.v1"] = CONFIG_VERSION
     model: ModelConfig = ModelConfig()
     training: TrainingConfig = TrainingConfig()
@@ -98,7 +100,7 @@ class NerConfig(_Strict):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(f"invalid config: {_describe(exc)}") from None
+            raise ConfigError(f"invalid config: {describe(exc)}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> "NerConfig":
@@ -139,5 +141,5 @@ def parse_value(raw: str) -> Any:
         return raw
 
 
-def _describe(exc: ValidationError) -> str:
+def describe(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors())

@@ -3,16 +3,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from nerservice.config import Strict, describe, parse_value
 from nerservice.errors import ConfigError
 
 
-class CharLMConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-    # 256 units: the largest size whose forward pass keeps a 2-core CPU tagger's epoch time within ~2x of
-    # the tagger without it (BENCHMARKS.md, "Character language model"); Flair uses 2048 on a GPU.
+class CharLMConfig(Strict):
+    # 256 units: with it a tagger trains 1.65x and infers 3.2x slower on one CPU core (BENCHMARKS.md,
+    # "Character language model"); Flair uses 2048 on a GPU.
     units: int = Field(256, ge=4)
     embedding_dim: int = Field(32, ge=2)
     window: int = Field(250, ge=8)  # characters per training sequence (Flair: 250)
@@ -29,8 +28,6 @@ class CharLMConfig(BaseModel):
 
     def with_overrides(self, items: list[str]) -> "CharLMConfig":
         """``["units=128", "epochs=2"]`` -> a validated copy; an unknown key or a bad value is a ConfigError."""
-        from nerservice.config import parse_value
-
         data: dict[str, Any] = self.model_dump(mode="json")
         for item in items:
             key, sep, raw = item.partition("=")
@@ -42,5 +39,4 @@ class CharLMConfig(BaseModel):
         try:
             return CharLMConfig.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(f"invalid character LM config: {exc.errors()[0]['loc'][0]}: "
-                              f"{exc.errors()[0]['msg']}") from None
+            raise ConfigError(f"invalid character LM config: {describe(exc)}") from None

@@ -32,9 +32,9 @@ def run(args: argparse.Namespace) -> int:
     cfg = CharLMConfig().with_overrides(list(args.set))
 
     def text(paths: list[str]) -> list[tuple[str, ...]]:
-        return read_unlabelled(paths, max_tokens=cfg.max_tokens, max_sentence_tokens=cfg.max_sentence_tokens,
-                               max_tokens_setting="max_tokens",
-                               max_sentence_setting="max_sentence_tokens").sentences if paths else []
+        # The bounds' names in errors are the defaults, max_tokens / max_sentence_tokens: this config's keys.
+        return read_unlabelled(paths, max_tokens=cfg.max_tokens,
+                               max_sentence_tokens=cfg.max_sentence_tokens).sentences if paths else []
 
     lm = pretrain(text(args.text), cfg, dev=text(args.dev), log=lambda line: print(line, flush=True))
     lm.record["text"] = list(args.text)
