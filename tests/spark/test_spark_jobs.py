@@ -158,16 +158,34 @@ def test_predict_equals_in_process_extractor(spark_cluster, trained, store_dir, 
         assert all(abs(a["score"] - b.score) < 1e-5 for a, b in zip(row, ents))
 
 
-def test_killed_worker_resumes_from_checkpoint(spark_cluster, prepared, trained, tmp_path) -> None:  # noqa: ANN001
-    """Same data and config as the undisturbed `trained` run (4 epochs), but rank 1 dies after epoch 2."""
+@pytest.fixture(scope="module")
+def final_with_a_kill(spark_cluster, prepared, tmp_path_factory):  # noqa: ANN001
+    """One job for two properties (each stage of it starts a fresh pair of TensorFlow workers, ~15 s each,
+    and a job ~10 s more): train.py --final on 2 workers with the undisturbed `trained` run's data and config
+    (4 epochs), rank 1 killed after epoch 2 of phase 1. Phase 1 is the killed-worker run; phase 2 trains
+    train + dev for phase 1's best epoch count.
+
+    The fault fires once per output folder (its marker says it has fired), and phase 2 trains in OUT itself:
+    the marker written there beforehand keeps phase 2 undisturbed, so the kill is phase 1's alone."""
     from nerservice.distributed.faults import MARKER
 
-    out = tmp_path / "fault-run"
+    out = tmp_path_factory.mktemp("final") / "final"
+    out.mkdir()
+    (out / MARKER).write_text(json.dumps({"note": "the test's: phase 2 is not to be killed"}), encoding="utf-8")
     proc = spark_cluster.submit(
-        "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2",
-        "--inject-kill", "1:2", "--collective-timeout", "120", *overrides(**{"training.epochs": 4}), timeout=420)
-    check(proc, "train with a killed worker")
-    summary = last_json(proc.stdout)
+        "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2", "--final",
+        "--inject-kill", "1:2", "--collective-timeout", "120", *overrides(**{"training.epochs": 4}), timeout=540)
+    check(proc, "train --final with a killed worker")
+    return out, last_json(proc.stdout)
+
+
+def test_killed_worker_resumes_from_checkpoint(spark_cluster, trained, final_with_a_kill) -> None:  # noqa: ANN001
+    """Phase 1 of `final_with_a_kill`: same data and config as the undisturbed `trained` run (4 epochs, 2
+    workers), but rank 1 dies after epoch 2."""
+    from nerservice.distributed.faults import MARKER
+
+    out = final_with_a_kill[0] / "phase1"
+    summary = json.loads((out / "summary.json").read_text())  # run_training's summary of phase 1's stage
     marker = json.loads((out / MARKER).read_text())
     assert marker["rank"] == 1 and marker["after_epoch"] == 2
     attempts = summary["attempts"]
@@ -209,18 +227,12 @@ def test_jax_workers_grow_and_resume_from_checkpoint_after_a_kill(spark_cluster,
     assert summary["dev"]["micro"]["f1"] > 0.5
 
 
-def test_final_recipe_runs_two_stages_and_records_both(spark_cluster, prepared, tmp_path) -> None:  # noqa: ANN001
-    """train.py --final: stage 1 on train with early stopping finds E, stage 2 trains train+dev for E epochs
+def test_final_recipe_runs_two_stages_and_records_both(final_with_a_kill) -> None:  # noqa: ANN001
+    """train.py --final: stage 1 on train with dev selection finds E, stage 2 trains train+dev for E epochs
     and keeps model-last; its lineage records both phases (as `nerservice train --final`)."""
     from nerservice.artifacts.model_folder import load_model_folder as load_model
 
-    out = tmp_path / "final"
-    sets = [x for k, v in {**TINY_OVERRIDES, "training.epochs": 3, "training.patience": 1}.items()
-            for x in ("--set", f"{k}={json.dumps(v)}")]
-    proc = spark_cluster.submit("spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers",
-                                "1", "--final", *sets, timeout=420)
-    check(proc, "train --final")
-    summary = last_json(proc.stdout)
+    out, summary = final_with_a_kill
     phase1 = load_model(out / "phase1" / "model-best")
     epochs = phase1.metrics["epoch"]
     final = load_model(out / "model-last")
@@ -229,3 +241,5 @@ def test_final_recipe_runs_two_stages_and_records_both(spark_cluster, prepared, 
     assert final.lineage["recipe"]["phase"] == 2 and final.lineage["recipe"]["phase2"]["epochs"] == epochs
     assert [r["epochs_run"] for r in summary["runs"]][1] == epochs
     assert summary["test"]["micro"]["f1"] == pytest.approx(final.metrics["test"]["micro"]["f1"])
+    # Phase 2 (its stage's summary in OUT) ran once, undisturbed: the kill was phase 1's.
+    assert len(json.loads((out / "summary.json").read_text())["attempts"]) == 1
