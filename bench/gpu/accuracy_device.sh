@@ -19,7 +19,10 @@
 #      character on linnaeus devel, <= 3.3 min + the epoch that crosses it; the folder comes back in $OUT/lm (weights.npz ~10 MB: a returned
 #      file may have 16 MiB)
 #   M: the F recipe + `model.char_lm` (L's folder, fetched and copied to .devdata/h4/lm, carried) on
-#      NCBI-disease, BC5CDR and linnaeus (seeds 42/1/2), against session 5-6's b128 runs without it
+#      NCBI-disease, BC5CDR and linnaeus (seeds 42/1/2), against session 5-6's b128 runs without it; nine
+#      processes with the LM did not fit the GPU's memory at once (BC5CDR and linnaeus seeds 1 and 2 failed in
+#      their first epoch: a linnaeus step asked for 18.4 GiB more), so run those as their own call of six
+#   N: the same on BC2GM (3 processes; session 8 ran it as the equivalent inline command)
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
 # Wait for the runs by PID, never a bare `wait`: it also waits for the GPU monitor loop, which never ends, so the
 # results are never packed (session 6's call E lost its tar that way).
@@ -109,6 +112,8 @@ L)
   mkdir -p $OUT/lm && cp /tmp/lm/* $OUT/lm/ ;;
 M)
   b128 565 7.2 m lm "--set model.char_lm=.devdata/h4/lm" NCBI-disease BC5CDR linnaeus ;;
+N)
+  b128 500 6.0 n lm "--set model.char_lm=.devdata/h4/lm" BC2GM ;;
 esac
 kill $mon
 pack

@@ -2,7 +2,9 @@
 
 Each epoch cuts the character stream into windows of ``window`` characters at a fresh random offset and
 shuffles them; the two directions are two small Keras models trained one after the other with ``fit``
-(either backend).  Held-out text, when given, is scored in bits per character after every epoch.
+(either backend).  Held-out text, when given, is scored in bits per character after every epoch; the
+result is then the epoch with the lowest mean of the two directions' held-out bpc, and training stops after
+``patience`` epochs without a new low.  Without held-out text it is the last epoch.
 """
 from __future__ import annotations
 
@@ -25,6 +27,10 @@ def windows(stream: np.ndarray, window: int, offset: int) -> tuple[np.ndarray, n
     x = stream[offset: offset + n * window].reshape(n, window)
     y = stream[offset + 1: offset + 1 + n * window].reshape(n, window)
     return x, y
+
+
+def _weights(models: dict[str, Any]) -> dict[str, list[np.ndarray]]:
+    return {d: [np.array(w) for w in models[d].get_weights()] for d in DIRECTIONS}
 
 
 def build_direction(n_chars: int, cfg: CharLMConfig, name: str) -> Any:
@@ -58,6 +64,7 @@ def pretrain(sentences: Sequence[Sequence[str]], cfg: CharLMConfig, *, dev: Sequ
     streams = {"forward": stream, "backward": stream[::-1].copy()}
     dev_streams = {"forward": dev_stream, "backward": dev_stream[::-1].copy()} if dev_stream is not None else {}
     stopped = "epochs"
+    best: tuple[float, int, dict[str, list[np.ndarray]]] | None = None  # (held-out bpc, epoch, weights)
     for epoch in range(1, cfg.epochs + 1):
         record: dict[str, Any] = {"epoch": epoch}
         for d in DIRECTIONS:
@@ -74,11 +81,20 @@ def pretrain(sentences: Sequence[Sequence[str]], cfg: CharLMConfig, *, dev: Sequ
         record["minutes"] = (time.perf_counter() - clock) / 60
         history.append(record)
         log(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items()))
+        if all(f"{d}_dev_bpc" in record for d in DIRECTIONS):
+            score = sum(record[f"{d}_dev_bpc"] for d in DIRECTIONS) / len(DIRECTIONS)
+            if best is None or score < best[0]:
+                best = (score, epoch, _weights(models))
+            elif epoch - best[1] >= cfg.patience:
+                stopped = "patience"
+                break
         if cfg.max_minutes is not None and record["minutes"] >= cfg.max_minutes and epoch < cfg.epochs:
             stopped = "max_minutes"
             break
-    weights = {d: [np.asarray(w) for w in models[d].get_weights()] for d in DIRECTIONS}
+    weights = best[2] if best is not None else _weights(models)
     record_out = {"train_chars": int(stream.size), "dev_chars": int(dev_stream.size) if dev_stream is not None else 0,
                   "sentences": len(sentences), "history": history, "stopped": stopped,
+                  "kept_epoch": best[1] if best is not None else len(history),
+                  "kept_dev_bpc": best[0] if best is not None else None,
                   "minutes": (time.perf_counter() - clock) / 60}
     return CharLM(cfg, vocab, weights, record=record_out)

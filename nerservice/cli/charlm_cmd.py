@@ -15,7 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "train on: never a test split.")
     p.add_argument("--text", nargs="+", required=True, metavar="FILE", help="training text file(s)")
     p.add_argument("--dev", nargs="+", default=[], metavar="FILE", help="held-out text: bits per character "
-                   "reported after every epoch")
+                   "reported after every epoch; the folder keeps the epoch with the lowest, and training stops "
+                   "after `patience` epochs without a new low")
     p.add_argument("--out", required=True, help="output folder (written whole or not at all)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="setting, e.g. units=256, "
                    "epochs=4, max_minutes=30 (see nerservice/charlm/config.py; repeatable)")
@@ -43,5 +44,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(lm.record, indent=2))
     print(f"character LM written to {args.out} ({len(lm.vocab)} characters, {lm.record['train_chars']:,} "
-          f"training characters, {lm.record['minutes']:.1f} min)")
+          f"training characters, {lm.record['minutes']:.1f} min; kept epoch {lm.record['kept_epoch']} of "
+          f"{len(lm.record['history'])}, stopped by {lm.record['stopped']})")
     return 0

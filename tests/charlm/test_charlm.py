@@ -155,3 +155,33 @@ def test_a_tagger_trained_with_the_lm_keeps_it_frozen_saves_serves_and_records_i
             build_graphs(loaded.model)
     finally:
         lm_dir_moved.rename(lm_dir)
+
+
+def test_the_folder_keeps_the_epoch_of_lowest_held_out_bpc_and_patience_stops(
+        demo_text: list[tuple[str, ...]]) -> None:
+    import math
+
+    from nerservice.charlm.config import CharLMConfig
+    from nerservice.charlm.folder import DIRECTIONS
+    from nerservice.charlm.pretrain import build_direction, pretrain, windows
+    from nerservice.text.char_stream import encode_stream
+
+    # A learning rate far too high makes held-out bpc turn up after a few epochs (seeded: epoch 6 is the low).
+    cfg = CharLMConfig().with_overrides(["units=32", "embedding_dim=4", "window=24", "batch_size=8", "epochs=12",
+                                         "learning_rate=1.0", "min_count=1", "patience=2"])
+    dev = demo_text[300:]
+    lm = pretrain(demo_text[:60], cfg, dev=dev, log=lambda _: None)
+    rec = lm.record
+    scores = [sum(h[f"{d}_dev_bpc"] for d in DIRECTIONS) / 2 for h in rec["history"]]
+    kept = rec["kept_epoch"]
+    assert kept == 1 + int(np.argmin(scores)) and rec["kept_dev_bpc"] == pytest.approx(min(scores))
+    assert kept < len(scores), "the run must have gone past its best epoch for this test to mean anything"
+    assert rec["stopped"] == "patience" and len(scores) == kept + cfg.patience
+    # The weights in the result are the kept epoch's: they score the held-out text as that epoch did.
+    stream = encode_stream(dev, lm.vocab)
+    for d, s in (("forward", stream), ("backward", stream[::-1].copy())):
+        model = build_direction(len(lm.vocab), cfg, d)
+        model.set_weights(lm.weights[d])
+        dx, dy = windows(s, cfg.window, 0)
+        bpc = float(model.evaluate(dx, dy, batch_size=cfg.batch_size, verbose=0)) / math.log(2)
+        assert bpc == pytest.approx(rec["history"][kept - 1][f"{d}_dev_bpc"], rel=1e-4)
