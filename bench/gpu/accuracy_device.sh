@@ -23,6 +23,7 @@
 #      processes with the LM did not fit the GPU's memory at once (BC5CDR and linnaeus seeds 1 and 2 failed in
 #      their first epoch: a linnaeus step asked for 18.4 GiB more), so run those as their own call of six
 #   N: the same on BC2GM (3 processes; session 8 ran it as the equivalent inline command)
+#   O: (not run yet) M's missing runs: BC5CDR and linnaeus, seeds 1 and 2 (4 processes)
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
 # Wait for the runs by PID, never a bare `wait`: it also waits for the GPU monitor loop, which never ends, so the
 # results are never packed (session 6's call E lost its tar that way).
@@ -39,12 +40,12 @@ pack() {  # every result file so far, into $OUT: the monitor calls it each minut
     | tar czf $OUT/res$CALL.tgz.tmp -T - && mv $OUT/res$CALL.tgz.tmp $OUT/res$CALL.tgz)
 }
 ( while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; pack; done ) & mon=$!
-# The b128 recipe on CORPUS... for seeds 42/1/2, side by side: b128 TIMEOUT_S CAP_MIN TMP_PREFIX RESULT_TAG "EXTRA" CORPUS...
+# The b128 recipe on CORPUS... for seeds $SEEDS (42/1/2), side by side: b128 TIMEOUT_S CAP_MIN TMP_PREFIX RESULT_TAG "EXTRA" CORPUS...
 b128() {
   local timeout_s=$1 cap=$2 tmp=$3 tag=$4 extra=$5 pids="" s c; shift 5
   local B="--no-ceiling --no-inference --set training.batch_size=128 --set training.learning_rate=0.004"
   B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=$cap $extra"
-  for s in 42 1 2; do
+  for s in ${SEEDS:-42 1 2}; do
     for c in "$@"; do
       timeout $timeout_s python3 bench/gpu/train_gpu.py --corpus $D/$c $V $B --set training.seed=$s --out /tmp/$tmp-$c-$s \
         --json-out $R/$c-$tag-$s.json > $R/$c-$tag-$s.log 2>&1 &
@@ -114,6 +115,8 @@ M)
   b128 565 7.2 m lm "--set model.char_lm=.devdata/h4/lm" NCBI-disease BC5CDR linnaeus ;;
 N)
   b128 500 6.0 n lm "--set model.char_lm=.devdata/h4/lm" BC2GM ;;
+O)
+  SEEDS="1 2" b128 565 7.2 o lm "--set model.char_lm=.devdata/h4/lm" BC5CDR linnaeus ;;
 esac
 kill $mon
 pack
