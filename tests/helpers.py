@@ -216,3 +216,19 @@ def save_random_model(out: Path, overrides: dict[str, object], *, seed: int = 0)
     for v in model.weights:
         v.assign(np.asarray(v.numpy()) + rng.normal(0, 0.3, v.shape).astype("float32"))
     return save_model(out, model=model, vocabs=vocabs, config=config)
+
+
+def run_side_by_side(specs: dict[int, Any], data: dict[str, Any], *,
+                     env: dict[str, str] | None = None) -> dict[int, list[dict[str, Any]]]:
+    """``run_local`` for each of ``specs`` ({key: TrainSpec}, e.g. world 2 and its world-1 reference), all
+    at once; their results by key. The runs share nothing (each has its own out_dir and rendezvous folder),
+    and one run of these tiny models leaves a core idle most of the time (a rank imports, traces or compiles
+    on one core: the two tests that ran world 2 then world 1 used ~1 of the 2 cores on average), so the
+    reference run no longer waits for the other to finish."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from nerservice.distributed.local_barrier import run_local
+
+    with ThreadPoolExecutor(len(specs)) as pool:
+        futures = {key: pool.submit(run_local, spec, data, env=env) for key, spec in specs.items()}
+        return {key: f.result() for key, f in futures.items()}

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import jax_env, tiny_config
+from helpers import jax_env, run_side_by_side, tiny_config
 
 pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
@@ -22,18 +22,15 @@ def _rows(sentences):
 def test_two_jax_processes_equal_one_process_on_the_whole_batch(tmp_path: Path) -> None:
     from nerservice.artifacts.formats import load_model
     from nerservice.demo_corpus import generate
-    from nerservice.distributed.local_barrier import run_local
     from nerservice.distributed.worker import TrainSpec
 
     # bucket 32 and one residual layer keep the XLA compiles few and short; dropout stays on.
     config = tiny_config().with_overrides({"model.dropout": 0.3, "training.bucket_size": 32, "model.lstm_layers": 1,
                                            "training.epochs": 2})
     data = {"train": _rows(generate(96, seed=5)), "dev": _rows(generate(24, seed=6)), "test": []}
-    runs = {}
-    for world in (2, 1):
-        spec = TrainSpec(config=config.model_dump(mode="json"), out_dir=str(tmp_path / f"world{world}"), world=world,
-                         backend="jax", resume=False, collective_timeout_s=300)
-        runs[world] = run_local(spec, data, env=jax_env())  # helpers.JAX_XLA_FLAGS
+    specs = {world: TrainSpec(config=config.model_dump(mode="json"), out_dir=str(tmp_path / f"world{world}"),
+                              world=world, backend="jax", resume=False, collective_timeout_s=300) for world in (2, 1)}
+    runs = run_side_by_side(specs, data, env=jax_env())  # helpers.JAX_XLA_FLAGS
 
     two, one = runs[2], runs[1]
     assert [r["rank"] for r in two] == [0, 1] and len({r["pid"] for r in two}) == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import tiny_config, write_two_corpora
+from helpers import run_side_by_side, tiny_config, write_two_corpora
 
 pytestmark = [pytest.mark.slow]
 
@@ -21,7 +21,6 @@ def _rows(sentences):
 def test_two_workers_train_one_multi_corpus_model(tmp_path: Path) -> None:
     from nerservice.artifacts.layout import MULTI_FORMAT
     from nerservice.data import read_corpus
-    from nerservice.distributed.local_barrier import run_local
     from nerservice.distributed.worker import TrainSpec
     from nerservice.multi.config import CorporaConfig
 
@@ -30,12 +29,10 @@ def test_two_workers_train_one_multi_corpus_model(tmp_path: Path) -> None:
     data = {spec.name: {split: _rows(read_corpus(path).sentences) for split, path in spec.paths().items()}
             for spec in corpora.corpora}
     config = tiny_config().with_overrides({"training.epochs": 2, "model.lstm_layers": 1, "model.dropout": 0.3})
-    runs = {}
-    for world in (2, 1):
-        spec = TrainSpec(config=config.model_dump(mode="json"), out_dir=str(tmp_path / f"world{world}"),
-                         world=world, resume=False, collective_timeout_s=300,
-                         corpora=corpora.model_dump(mode="json"))
-        runs[world] = run_local(spec, data)
+    specs = {world: TrainSpec(config=config.model_dump(mode="json"), out_dir=str(tmp_path / f"world{world}"),
+                              world=world, resume=False, collective_timeout_s=300,
+                              corpora=corpora.model_dump(mode="json")) for world in (2, 1)}
+    runs = run_side_by_side(specs, data)
     two, one = runs[2], runs[1]
     assert two[0]["weights_digest"] == two[1]["weights_digest"]
     # The same training as one process up to float summation order (all-reduce vs one batch sum).
