@@ -84,7 +84,9 @@ def test_train_registers_and_promotes(store_env, model_name, demo_corpus, tmp_pa
     from helpers import TINY_OVERRIDES
     from nerservice.inference import Extractor
 
-    overrides = [a for k, v in {**TINY_OVERRIDES, "training.epochs": 3}.items() for a in ("--set", f"{k}={v}")]
+    # One residual layer: tracing the train step is most of a run this small, and nothing here depends on the depth.
+    overrides = [a for k, v in {**TINY_OVERRIDES, "training.epochs": 3, "model.lstm_layers": 1}.items()
+                 for a in ("--set", f"{k}={v}")]
     out_dir = tmp_path / "run"
     cmd = [sys.executable, "-m", "nerservice.cli.main", "train", "--train", str(demo_corpus["train"]),
            "--dev", str(demo_corpus["dev"]), "--test", str(demo_corpus["test"]), "--out", str(out_dir),

@@ -57,7 +57,9 @@ def _small_run(out: Path, epochs: int, capsys=None):
     from nerservice.demo_corpus import generate
     from nerservice.training.trainer import train
 
-    cfg = NerConfig(model=tiny_model_config(dropout=0.3),
+    # One residual layer: tracing the train step is most of a run this small, two layers trace ~1.5x as long,
+    # and nothing here depends on the depth.
+    cfg = NerConfig(model=tiny_model_config(dropout=0.3, lstm_layers=1),
                     training={"epochs": epochs, "batch_size": 8, "learning_rate": 0.01, "seed": 5, "patience": 10})
     return train(cfg, train_data=generate(48, seed=1), dev_data=generate(12, seed=2), out_dir=out, progress=False)
 
