@@ -216,7 +216,11 @@ def test_jax_workers_grow_and_resume_from_checkpoint_after_a_kill(spark_cluster,
         "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2", "--backend", "jax",
         "--scaling", "grow", "--inject-kill", "1:2", "--collective-timeout", "120",
         *overrides(**{"training.epochs": 3, "training.bucket_size": 32, "model.lstm_layers": 1}),
-        conf={"spark.executorEnv.XLA_FLAGS": JAX_XLA_FLAGS}, timeout=600)  # see helpers.JAX_XLA_FLAGS
+        # helpers.JAX_XLA_FLAGS; and a compilation cache of this run's own (empty at the start): the retried
+        # stage's new processes compile exactly what the killed ones did, and read it back instead.
+        conf={"spark.executorEnv.XLA_FLAGS": JAX_XLA_FLAGS,
+              "spark.executorEnv.JAX_COMPILATION_CACHE_DIR": str(tmp_path / "jax-cache"),
+              "spark.executorEnv.JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}, timeout=600)
     check(proc, "jax train with a killed worker")
     summary = last_json(proc.stdout)
     assert json.loads((out / MARKER).read_text())["rank"] == 1
