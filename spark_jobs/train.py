@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.final:
             summary = final_recipe(spark, args, config, embeddings, kill)
         else:
-                summary = run_training(spark, data_dir=args.data, out_dir=args.out, world=args.workers, config=config,
+            summary = run_training(spark, data_dir=args.data, out_dir=args.out, world=args.workers, config=config,
                                    embeddings=embeddings, register=args.register, promote=args.promote,
                                    resume=not args.no_resume, collective_timeout_s=args.collective_timeout,
                                    kill=kill, backend=args.backend, scaling=args.scaling, rule=args.lr_rule)

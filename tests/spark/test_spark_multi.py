@@ -35,3 +35,16 @@ def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path) -> 
     assert set(summary["dev"]["per_corpus"]) == {"dis", "chem"}
     assert json.loads((out / "model-best" / "manifest.json").read_text())["format"] == MULTI_FORMAT
     assert Extractor.load(out / "model-best").labels == ["Disease", "Drug"]
+
+    # --final is the single-corpus recipe (the multi-corpus worker trains on train and keeps model-best): refused
+    # with a coded error before any stage starts, as `nerservice train --final --corpora` is.
+    final = tmp_path / "final"
+    proc = spark_cluster.submit("spark_jobs/train.py", "--data", str(prep), "--out", str(final), "--workers", "1",
+                                "--final", *overrides(**{"training.epochs": 1, "model.embeddings": []}), timeout=300)
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    # spark-submit's Python runner merges the driver's stderr into its stdout.
+    errors = [json.loads(line)["error"] for line in proc.stdout.splitlines() if line.startswith('{"error"')]
+    assert len(errors) == 1, proc.stdout[-3000:]
+    error = errors[0]
+    assert error["code"] == "NER100" and "multi-corpus" in error["message"]
+    assert not (final / "phase1").exists() and not (final / "model-last").exists()
