@@ -26,7 +26,7 @@ class CharLMConfig(Strict):
     max_minutes: float | None = Field(None, gt=0)  # stops after the epoch that crosses it
     # With held-out text the folder keeps the epoch of lowest held-out bits per character, and training stops
     # after this many epochs without a new low: a 512-unit LM on ~6M characters reached its low at epoch 43
-    # and then rose (1.87 -> 1.97 by epoch 113; BENCHMARKS.md, "Character language model").
+    # and then rose (1.87 -> 1.96 by epoch 113; BENCHMARKS.md, "Character language model").
     patience: int = Field(5, ge=1)
     seed: int = 42
 
