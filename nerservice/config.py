@@ -57,6 +57,16 @@ class ModelConfig(Strict):
     char_lm: str | None = None
     char_lm_units: int = Field(0, ge=0)  # set by train() from the LM folder; 0 = no LM layer
     char_lm_embedding_dim: int = Field(0, ge=0)
+    # Not in NerDL: a dictionary feature built from the training annotations (``text/gazetteer.py``): at each
+    # token, whether it begins or continues a string the training corpus annotated as an entity, and of which
+    # type.  Training sentences are matched without their own annotations (``gazetteer_folds`` blocks, each
+    # against the others), so the network learns how far to trust a match on new text.
+    gazetteer: bool = False
+    gazetteer_dim: int = Field(16, ge=1)  # the feature's embedding size
+    # A string enters when at least this share of its occurrences in the training text is annotated.
+    gazetteer_min_ratio: float = Field(0.5, gt=0.0, le=1.0)
+    gazetteer_max_tokens: int = Field(8, ge=1)  # longest string (tokens) kept
+    gazetteer_folds: int = Field(5, ge=2)
 
 
 class TrainingConfig(Strict):

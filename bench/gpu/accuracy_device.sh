@@ -24,6 +24,11 @@
 #      their first epoch: a linnaeus step asked for 18.4 GiB more), so run those as their own call of six
 #   N: the same on BC2GM (3 processes; session 8 ran it as the equivalent inline command)
 #   O: (not run yet) M's missing runs: BC5CDR and linnaeus, seeds 1 and 2 (4 processes)
+# Session 9 (issue 14, the gazetteer feature: `model.gazetteer`, text/gazetteer.py):
+#   P: the F recipe + `model.gazetteer=true` on NCBI-disease, BC5CDR and linnaeus (seeds 42/1/2; nine processes, as
+#      F and M), against session 5-6's b128 runs without it (same code path, seeds and time cap)
+#   Q: BC2GM, the F recipe with and without the gazetteer side by side (seeds 42/1/2, six processes): session 6's
+#      BC2GM b128 ran beside eight others, and one seed was cut by its time cap, so it gets a fresh baseline
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
 # Wait for the runs by PID, never a bare `wait`: it also waits for the GPU monitor loop, which never ends, so the
 # results are never packed (session 6's call E lost its tar that way).
@@ -117,6 +122,12 @@ N)
   b128 500 6.0 n lm "--set model.char_lm=.devdata/h4/lm" BC2GM ;;
 O)
   SEEDS="1 2" b128 565 7.2 o lm "--set model.char_lm=.devdata/h4/lm" BC5CDR linnaeus ;;
+P)
+  b128 565 7.2 p gaz "--set model.gazetteer=true" NCBI-disease BC5CDR linnaeus ;;
+Q)
+  b128 565 7.2 q gaz "--set model.gazetteer=true" BC2GM & g=$!
+  b128 565 7.2 q0 b128 "" BC2GM & b=$!
+  wait $g $b ;;
 esac
 kill $mon
 pack

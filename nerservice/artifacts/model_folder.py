@@ -106,12 +106,13 @@ def load_model_folder(model_dir: str | Path, *, verify: bool = True) -> LoadedMo
     if (fmt == MULTI_FORMAT) != isinstance(vocabs.tags, MultiTagVocabulary):
         raise ModelLoadError(f"{d}: vocab.json's tag set does not fit format {fmt!r}", path=str(d))
     n_lm_chars = len(vocabs.lm_chars) if vocabs.lm_chars is not None else 0
+    n_gazetteer_ids = vocabs.gazetteer.n_ids if vocabs.gazetteer is not None else 0
     if (shape.get("n_words") != len(vocabs.words) or shape.get("n_tags") != len(vocabs.tags)
-            or shape.get("n_lm_chars", 0) != n_lm_chars):
+            or shape.get("n_lm_chars", 0) != n_lm_chars or shape.get("n_gazetteer_ids", 0) != n_gazetteer_ids):
         raise ModelLoadError(f"{d}: manifest sizes do not match vocab.json", path=str(d))
     model = NerTagger(n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_tags=len(vocabs.tags),
                       word_dim=int(shape["word_dim"]), model_config=config.model.model_dump(mode="json"),
-                      n_lm_chars=n_lm_chars)
+                      n_lm_chars=n_lm_chars, n_gazetteer_ids=n_gazetteer_ids)
     model.build_for_inference()
     model.load_weights(d / WEIGHTS)
     return LoadedModel(d, config, vocabs, model, metrics=read_json(d / METRICS) if (d / METRICS).exists() else {},

@@ -24,11 +24,11 @@ from nerservice.text.vocab import UNK_ID
 @keras.saving.register_keras_serializable(package="nerservice")
 class NerTagger(keras.Model):
     def __init__(self, *, n_words: int, n_chars: int, n_tags: int, word_dim: int, model_config: dict[str, Any],
-                 n_lm_chars: int = 0, **kwargs: Any) -> None:
+                 n_lm_chars: int = 0, n_gazetteer_ids: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         cfg = ModelConfig.model_validate(model_config)
         self.n_words, self.n_chars, self.n_tags, self.word_dim = n_words, n_chars, n_tags, word_dim
-        self.n_lm_chars = n_lm_chars
+        self.n_lm_chars, self.n_gazetteer_ids = n_lm_chars, n_gazetteer_ids
         self.model_config = cfg.model_dump(mode="json")
         self.word_embedding = keras.layers.Embedding(n_words, word_dim, name="word_embedding")
         self.char_encoder = CharEncoder(
@@ -44,6 +44,14 @@ class NerTagger(keras.Model):
             self.char_lm = ContextualCharEmbedding(n_lm_chars, embedding_dim=cfg.char_lm_embedding_dim,
                                                    units=cfg.char_lm_units, name="char_lm")
             self.char_lm.trainable = False
+        # Likewise created only with a gazetteer (``text/gazetteer.py``; the ids come with the vocabularies).
+        self.gazetteer_embedding = None
+        if cfg.gazetteer:
+            if n_gazetteer_ids < 3:
+                raise ConfigError("model.gazetteer is set but the vocabularies have no gazetteer",
+                                  hint="train with model.gazetteer=true; train() builds it from the annotations")
+            self.gazetteer_embedding = keras.layers.Embedding(n_gazetteer_ids, cfg.gazetteer_dim,
+                                                              name="gazetteer_embedding")
         self.input_dropout = ReplicaDropout(cfg.dropout, name="input_dropout")
         self.word_dropout = cfg.word_dropout
         # Created only when used, so models saved without word dropout keep exactly their variables.
@@ -80,6 +88,8 @@ class NerTagger(keras.Model):
         if self.char_lm is not None:
             lm = self.char_lm(inputs["lm_chars"], inputs["lm_forward"], inputs["lm_backward"])  # (B, S) -> (B, T, 2H)
             parts.append(ops.stop_gradient(lm))
+        if self.gazetteer_embedding is not None:
+            parts.append(self.gazetteer_embedding(ops.cast(inputs["gazetteer"], "int32")))  # (B, T, G)
         x = ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
         x = self.input_dropout(x, training=training, rows=rows)
         x = self.dense(x)
@@ -105,7 +115,8 @@ class NerTagger(keras.Model):
     def get_config(self) -> dict[str, Any]:
         return {"n_words": self.n_words, "n_chars": self.n_chars, "n_tags": self.n_tags,
                 "word_dim": self.word_dim, "model_config": self.model_config, "name": self.name,
-                **({"n_lm_chars": self.n_lm_chars} if self.n_lm_chars else {})}
+                **({"n_lm_chars": self.n_lm_chars} if self.n_lm_chars else {}),
+                **({"n_gazetteer_ids": self.n_gazetteer_ids} if self.n_gazetteer_ids else {})}
 
 
 def dummy_batch() -> dict[str, np.ndarray]:
@@ -117,6 +128,7 @@ def dummy_batch() -> dict[str, np.ndarray]:
         "lm_chars": np.array([[2, 3, 2]], dtype=np.int32),
         "lm_forward": np.array([[2]], dtype=np.int32),
         "lm_backward": np.array([[2]], dtype=np.int32),
+        "gazetteer": np.array([[2]], dtype=np.int32),
     }
 
 
@@ -125,8 +137,8 @@ def build_tagger(model_config: ModelConfig, *, n_words: int, n_chars: int, n_tag
                  char_lm_weights: Mapping[str, Sequence[np.ndarray]] | None = None, **extra: Any) -> NerTagger:
     """Construct and build a tagger; ``word_vectors`` (n_words, d) initialises (and by default freezes) words.
     ``char_lm_weights``: a pretrained character LM's encoder arrays per direction (``CharLM.encoder_weights``;
-    ``n_lm_chars`` in ``extra``).  ``cls``/``extra``: a subclass and its own constructor arguments (the
-    multi-corpus tagger)."""
+    ``n_lm_chars`` in ``extra``; likewise ``n_gazetteer_ids``).  ``cls``/``extra``: a subclass and its own
+    constructor arguments (the multi-corpus tagger)."""
     keras.utils.set_random_seed(seed)
     word_dim = int(word_vectors.shape[1]) if word_vectors is not None else model_config.word_embedding_dim
     tagger = (cls or NerTagger)(n_words=n_words, n_chars=n_chars, n_tags=n_tags, word_dim=word_dim,

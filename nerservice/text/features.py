@@ -64,7 +64,9 @@ class EncodedCorpus:
     """Sentences encoded once into flat arrays; ``batch(indices)`` assembles padded batches with NumPy."""
 
     def __init__(self, sentences: Sequence[Sequence[str]], vocabs: Vocabularies, *, max_word_length: int,
-                 tags: Sequence[Sequence[str]] | None = None) -> None:
+                 tags: Sequence[Sequence[str]] | None = None, gazetteer_ids: np.ndarray | None = None) -> None:
+        """``gazetteer_ids``: every token's dictionary feature, flat, when the caller computed them (training
+        text: ``Gazetteer.jackknife_ids``); otherwise a model with a gazetteer matches ``vocabs.gazetteer``."""
         self.max_word_length = max_word_length
         self.lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
         self.offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
@@ -92,6 +94,12 @@ class EncodedCorpus:
         self.lm_offsets: np.ndarray | None = None
         if vocabs.lm_chars is not None:
             self._encode_lm(sentences, vocabs.lm_chars)
+        self.gazetteer_ids: np.ndarray | None = None
+        if vocabs.gazetteer is not None:
+            self.gazetteer_ids = (vocabs.gazetteer.flat_ids(sentences) if gazetteer_ids is None
+                                  else np.asarray(gazetteer_ids, dtype=np.int32))
+            if self.gazetteer_ids.size != self.offsets[-1]:
+                raise ValueError(f"{self.gazetteer_ids.size} gazetteer ids for {self.offsets[-1]} tokens")
         self.tag_ids: np.ndarray | None = None
         if tags is not None:
             tag_id = vocabs.tags.id
@@ -168,8 +176,11 @@ class EncodedCorpus:
         word_index = np.zeros((b, t), dtype=np.int32)
         word_index[rows, within] = index_of
         del inverse
+        gazetteer = np.zeros((b, t), dtype=np.int32)
+        if self.gazetteer_ids is not None:
+            gazetteer[rows, within] = self.gazetteer_ids[src]
         out = {"token_ids": token_ids, "lengths": lengths, "word_chars": word_chars, "word_index": word_index,
-               **self._lm_arrays(idx, b, t, rows, within, src, policy)}
+               **self._lm_arrays(idx, b, t, rows, within, src, policy), "gazetteer": gazetteer}
         if with_tags and self.tag_ids is not None:
             tag_ids = np.zeros((b, t), dtype=np.int32)
             tag_ids[rows, within] = self.tag_ids[src]

@@ -12,6 +12,8 @@ is int32; the value is its rank (``None`` for every dimension in a TensorFlow si
                      (B, 1) zeros for a model without one (``model.char_lm``)
   lm_forward (B, T)  position in lm_chars of the forward LM's feature for each token (0 at padding)
   lm_backward (B, T) likewise for the backward LM, counted in the sentence's reversed characters
+  gazetteer  (B, T)  the dictionary feature's id for each token (``text/gazetteer.py``), 0 at padding; zeros
+                     for a model without one (``model.gazetteer``)
   tag_ids    (B, T)  gold tags (training only), 0 at padding
 
 A distillation student's training batches also carry its teacher's targets (float32, not int32;
@@ -24,7 +26,8 @@ from collections.abc import Mapping
 from typing import TypeVar
 
 INPUT_RANKS: Mapping[str, int] = {"token_ids": 2, "lengths": 1, "word_chars": 2, "word_index": 2,
-                                  "lm_chars": 2, "lm_forward": 2, "lm_backward": 2}
+                                  "lm_chars": 2, "lm_forward": 2, "lm_backward": 2,
+                                  "gazetteer": 2}
 INPUT_NAMES: tuple[str, ...] = tuple(INPUT_RANKS)
 TAG_IDS = "tag_ids"
 TRAIN_RANKS: Mapping[str, int] = {**INPUT_RANKS, TAG_IDS: 2}

@@ -18,27 +18,17 @@ from typing import Any
 import numpy as np
 
 from nerservice.errors import CorpusError, ModelLoadError
+from nerservice.text.gazetteer import Gazetteer
+
+# Re-exported: their home is text/normalize.py (the gazetteer needs them without the vocabularies).
+from nerservice.text.normalize import DIGIT_SCAN_LIMIT as DIGIT_SCAN_LIMIT
+from nerservice.text.normalize import normalize_word as normalize_word
 
 PAD_ID = 0
 UNK_ID = 1
 PAD = "<pad>"
 UNK = "<unk>"
 VOCAB_VERSION = "nerservice.vocab.v1"
-
-# Every Unicode decimal digit (category Nd: Arabic-Indic, Devanagari, full-width ...) maps to "0".  They
-# all live below U+20000 (a test checks it against the whole range), which keeps import fast.
-DIGIT_SCAN_LIMIT = 0x20000
-_DIGITS_TO_ZERO = {cp: "0" for cp in range(DIGIT_SCAN_LIMIT) if chr(cp).isdecimal()}
-
-
-def normalize_word(word: str) -> str:
-    """Lookup form of a word: lower-cased, every decimal digit replaced by "0" ("BRCA1" → "brca0").
-
-    ``str.lower`` rather than ``casefold``: GloVe/word2vec files are lower-cased, not case-folded (they
-    keep "ß"), and lower() never changes what a word looks like beyond case.  Digits collapse because the
-    exact number rarely matters to the tag while it splits counts over many rare forms.
-    """
-    return word.lower().translate(_DIGITS_TO_ZERO)
 
 
 class Vocabulary:
@@ -274,6 +264,8 @@ class Vocabularies:
     # The character LM's own characters (``model.char_lm``), None without one; saved only when present, so
     # the vocabularies of models without an LM stay byte for byte what they were.
     lm_chars: Vocabulary | None = None
+    # The dictionary feature's strings (``model.gazetteer``), None without one; saved only when present.
+    gazetteer: Gazetteer | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -284,6 +276,8 @@ class Vocabularies:
         }
         if self.lm_chars is not None:
             out["lm_chars"] = self.lm_chars.to_dict()
+        if self.gazetteer is not None:
+            out["gazetteer"] = self.gazetteer.to_dict()
         return out
 
     @classmethod
@@ -296,6 +290,7 @@ class Vocabularies:
             chars=Vocabulary.from_dict(d.get("chars")),  # type: ignore[arg-type]
             tags=tag_vocabulary_from_dict(d.get("tags")),
             lm_chars=Vocabulary.from_dict(d["lm_chars"]) if "lm_chars" in d else None,
+            gazetteer=Gazetteer.from_dict(d["gazetteer"]) if "gazetteer" in d else None,
         )
 
     def save(self, path: str | Path) -> None:

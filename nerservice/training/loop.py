@@ -109,8 +109,14 @@ class EpochLoop:
         t = self.config.training
         state, step, rank, world = self.state, self.step, self.rank, self.world
         lengths = [len(s.tokens) for s in self.train]
+        gazetteer = self.vocabs.gazetteer
+        # The training text's dictionary feature comes without its own annotations (text/gazetteer.py).
+        gazetteer_ids = (gazetteer.jackknife_ids(self.train, folds=self.config.model.gazetteer_folds,
+                                                 min_ratio=self.config.model.gazetteer_min_ratio)
+                         if gazetteer is not None else None)
         encoded = EncodedCorpus([s.tokens for s in self.train], self.vocabs,
-                                max_word_length=self.config.model.max_word_length, tags=[s.tags for s in self.train])
+                                max_word_length=self.config.model.max_word_length, tags=[s.tags for s in self.train],
+                                gazetteer_ids=gazetteer_ids)
         # A step over a multi-process JAX job takes the whole global batch on every worker (it keeps its
         # own rows); otherwise each worker encodes its slice.
         part, parts = (0, 1) if step.global_batch else (rank, world)

@@ -19,9 +19,10 @@ from nerservice.errors import ConfigError
 from nerservice.text.inputs import TAG_IDS, TEACHER_RANKS
 
 #: Batch arrays sharded along axis 0; everything else the step receives is replicated (word_chars: rows of
-#: distinct words).  A distillation student's teacher targets and the character LM's arrays are per sentence too.
-SHARDED_KEYS = frozenset({"token_ids", "lengths", "word_index", "lm_chars", "lm_forward", "lm_backward", TAG_IDS,
-                          *TEACHER_RANKS})
+#: distinct words).  A distillation student's teacher targets, the character LM's arrays and the gazetteer
+#: feature are per sentence too.
+SHARDED_KEYS = frozenset({"token_ids", "lengths", "word_index", "lm_chars", "lm_forward", "lm_backward", "gazetteer",
+                          TAG_IDS, *TEACHER_RANKS})
 
 
 def use_data_parallel(devices: int | None = None) -> Any:

@@ -17,7 +17,9 @@ import numpy as np
 from nerservice.artifacts.layout import CHECKPOINT
 from nerservice.config import NerConfig
 from nerservice.data import Sentence
+from nerservice.errors import ConfigError
 from nerservice.metrics import evaluate_predictor
+from nerservice.text.gazetteer import build_gazetteer
 from nerservice.text.vocab import TagVocabulary, Vocabularies, Vocabulary, normalize_word
 
 
@@ -105,6 +107,27 @@ def vocabularies_with_vectors(train: Sequence[Sentence], others: Sequence[Senten
     return vocabs, matrix, stats
 
 
+def with_gazetteer(vocabs: Vocabularies, config: NerConfig, train: Sequence[Sentence], *,
+                   distilling: bool = False) -> tuple[Vocabularies, dict[str, Any]]:
+    """The vocabularies with the training annotations' gazetteer when ``model.gazetteer`` asks for one, and
+    its record for the lineage ({} without)."""
+    m = config.model
+    if not m.gazetteer:
+        return vocabs, {}
+    if distilling:
+        raise ConfigError("model.gazetteer is not available to a distillation student yet",
+                          hint="distil teachers trained without model.gazetteer")
+    gazetteer = build_gazetteer(train, min_ratio=m.gazetteer_min_ratio, max_tokens=m.gazetteer_max_tokens)
+    if not gazetteer.types:
+        raise ConfigError("model.gazetteer is set but the training corpus has no entity annotations")
+    return dataclasses.replace(vocabs, gazetteer=gazetteer), {"strings": len(gazetteer), "types": list(gazetteer.types)}
+
+
+def gazetteer_arguments(vocabs: Vocabularies) -> dict[str, Any]:
+    """``build_tagger``'s argument for the gazetteer (none without one)."""
+    return {"n_gazetteer_ids": vocabs.gazetteer.n_ids} if vocabs.gazetteer is not None else {}
+
+
 def config_with_vectors(config: NerConfig, embeddings: str | Sequence[str] | None) -> NerConfig:
     """The config as saved: it tells which vectors the model was trained with."""
     from nerservice.embeddings import vector_sources
@@ -178,6 +201,9 @@ def train(
         vocabs = dataclasses.replace(vocabs, lm_chars=char_lm.vocab)
     if distillation is not None:
         vocabs = dataclasses.replace(vocabs, tags=distillation.tags)
+    vocabs, gazetteer_record = with_gazetteer(vocabs, config, train_data, distilling=distillation is not None)
+    if gazetteer_record:
+        vocab_stats = {**vocab_stats, "gazetteer": gazetteer_record}
     timings = {"vectors_s": time.perf_counter() - clock}
     chief = rank == 0
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
@@ -185,7 +211,7 @@ def train(
         model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                              n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed,
                              cls=distillation.tagger_cls if distillation is not None else None,
-                             **lm_arguments(char_lm))
+                             **lm_arguments(char_lm), **gazetteer_arguments(vocabs))
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
