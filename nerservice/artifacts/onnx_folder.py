@@ -2,8 +2,9 @@
 without TensorFlow or Keras, on ONNX Runtime (nerservice/runtime/forward.py).
 
     words.onnx     word graph: word_ids (U,), word_chars (U, C) -> features (U, D)
-    context.onnx   context graph: features, word_index (B, T), lengths (B,) -> emissions (B, T, K)
-    vocab.json     word / char / tag vocabularies (copied from the source model)
+    context.onnx   context graph: features, word_index (B, T), lengths (B,) [, gazetteer (B, T)] -> emissions
+    vocab.json     word / char / tag vocabularies, and a gazetteer model's gazetteer (copied from the source
+                   model: the predictor matches text against it, as the Keras one does)
     crf.json       CRF transitions (K, K), start (K,), end (K,) as float64 lists
     config.json    the source model's NerConfig (max word length, bucket size)
     metrics.json   lineage.json   copied from the source model

@@ -36,9 +36,6 @@ def build_graphs(model: Any, *, metadata: dict[str, str] | None = None) -> tuple
     if getattr(model, "char_lm", None) is not None:
         raise ModelError("ONNX export does not cover a tagger with a character LM (model.char_lm) yet",
                          hint="serve it with the Keras runtime (--runtime keras; 'auto' does so)")
-    if getattr(model, "gazetteer_embedding", None) is not None:
-        raise ModelError("ONNX export does not cover a tagger with a gazetteer (model.gazetteer) yet",
-                         hint="serve it with the Keras runtime (--runtime keras; 'auto' does so)")
     from nerservice.runtime.graph import context_graph, words_graph
     from nerservice.runtime.weights import tagger_weights
 

@@ -1,10 +1,11 @@
 """The tagger's forward pass on ONNX Runtime: a batch dict of named arrays -> emissions (B, T, K).
 
-Same input as the Keras forward (``token_ids``, ``lengths``, ``word_chars``, ``word_index``; see
-nerservice/text/features.py), same output within float rounding, so the Predictor, its batching and the
-CRF decode are shared unchanged.  Two graphs (nerservice/runtime/graph.py): the word graph runs once per
-distinct (word id, characters) pair of the batch — rows of it a ``WordFeatureCache`` already holds are
-not run again — and the context graph runs the BiLSTM stack over the gathered rows.
+Same input as the Keras forward (``token_ids``, ``lengths``, ``word_chars``, ``word_index``, and
+``gazetteer`` for a model with one; see nerservice/text/features.py), same output within float rounding, so
+the Predictor, its batching and the CRF decode are shared unchanged.  Two graphs
+(nerservice/runtime/graph.py): the word graph runs once per distinct (word id, characters) pair of the
+batch — rows of it a ``WordFeatureCache`` already holds are not run again — and the context graph runs the
+BiLSTM stack over the gathered rows (adding a gazetteer model's per-token share of the dense layer first).
 
 Imports only NumPy and ``onnxruntime`` (never TensorFlow or Keras).  ``InferenceSession.run`` is
 thread-safe, and so is the cache, so one forward serves the API's concurrent batches.
@@ -69,6 +70,9 @@ class OrtForward:
 
     def __init__(self, words: Any, context: Any, *, cache: WordFeatureCache | None = None) -> None:
         self.words, self.context, self.cache = words, context, cache
+        # Read once from the graph, not the vocabularies: a gazetteer model's context graph declares the
+        # input (and needs it); the graphs of every other model, old exports included, do not accept it.
+        self.takes_gazetteer = any(i.name == "gazetteer" for i in context.get_inputs())
 
     @classmethod
     def open(cls, words: str | Path | bytes, context: str | Path | bytes, *, threads: int | None = None,
@@ -88,11 +92,20 @@ class OrtForward:
             return run(word_ids, word_chars)
         return self.cache.features(word_ids, word_chars, run)
 
+    def context_inputs(self, batch: dict[str, np.ndarray], features: np.ndarray,
+                       word_index: np.ndarray) -> dict[str, np.ndarray]:
+        """The context graph's feed: the word rows, each token's row index, the lengths, and the gazetteer
+        ids when the graph takes them."""
+        feed = {"features": features, "word_index": word_index, "lengths": batch["lengths"].astype(np.int32)}
+        if self.takes_gazetteer:
+            feed["gazetteer"] = np.ascontiguousarray(batch["gazetteer"], dtype=np.int32)
+        return feed
+
     def __call__(self, batch: dict[str, np.ndarray]) -> np.ndarray:
         word_ids, chars, index = distinct_words(batch)
         feats = self.word_features(word_ids, chars)
-        return self.context.run(None, {"features": feats, "word_index": index,
-                                       "lengths": batch["lengths"].astype(np.int32)})[0]
+        out: np.ndarray = self.context.run(None, self.context_inputs(batch, feats, index))[0]
+        return out
 
     def stats(self) -> dict[str, Any]:
         return self.cache.stats() if self.cache is not None else {"entries": 0, "capacity": 0}

@@ -1,12 +1,20 @@
 """The tagger's network as two ONNX graphs, built from its weights with the ``onnx`` helper API.
 
     words.onnx    word_ids (U,) int32, word_chars (U, C) int32  ->  features (U, dense_units) float32
-    context.onnx  features (U, D) float32, word_index (B, T) int32, lengths (B,) int32  ->  emissions (B, T, K)
+    context.onnx  features (U, D) float32, word_index (B, T) int32, lengths (B,) int32
+                  [, gazetteer (B, T) int32: a model with ``model.gazetteer`` only]  ->  emissions (B, T, K)
 
 Why two graphs: everything below the first BiLSTM (word vector, char-CNN, char-BiLSTM, dense) depends on
 the word alone, not on its sentence, so it runs once per distinct word of a batch (and a runtime may keep
 it per word type across batches); the context graph gathers those rows per token and runs the residual
 BiLSTM stack and the emission layer.  Together they compute exactly ``NerTagger.call`` at inference.
+
+A gazetteer (``model.gazetteer``, nerservice/text/gazetteer.py) is the one per-token input of the dense
+layer: its embedding is concatenated last, after the per-word parts.  Dense is linear before its ReLU, so
+its kernel splits by rows: the words graph computes ``word_part @ W[:-G] + bias`` (no ReLU: still a function
+of the word alone, so the per-word run and its cache stay valid), and the context graph adds each token's
+row of ``table = gazetteer_embedding @ W[-G:]`` (n_ids x dense_units, computed here once) before the ReLU.
+Models without a gazetteer get the graphs they always had (ReLU in the words graph, three context inputs).
 
 The recurrent layers are native ONNX ``LSTM`` ops, bidirectional with ``sequence_lens``: the reverse
 direction of an ONNX LSTM starts at each row's own last real step, which is what the Keras layers get by
@@ -37,6 +45,7 @@ class NetworkShape:
     has_char_cnn: bool
     has_char_lstm: bool
     lstm_layers: int
+    gazetteer_dim: int = 0  # G: the gazetteer embedding's width, the dense kernel's last G rows; 0 = none
 
 
 class _Graph:
@@ -99,6 +108,14 @@ def _bilstm(g: _Graph, prefix: str, x: str, seq_lens: str, w: Mapping[str, np.nd
     return y, y_h
 
 
+def gazetteer_table(w: Mapping[str, np.ndarray], gazetteer_dim: int) -> np.ndarray:
+    """Each gazetteer id's share of the dense pre-activation: ``embedding @ W[-G:]`` (n_ids, dense_units).
+    Products in float64, one rounding to float32: within float rounding of Keras' own float32 matmul."""
+    emb = np.asarray(w["gazetteer_embedding"], np.float64)
+    rows = np.asarray(w["dense.kernel"], np.float64)[-gazetteer_dim:]
+    return (emb @ rows).astype(np.float32)
+
+
 def words_graph(w: Mapping[str, np.ndarray], shape: NetworkShape) -> onnx.ModelProto:
     g = _Graph()
     def i64(name: str, v: Any) -> Any:
@@ -130,9 +147,15 @@ def words_graph(w: Mapping[str, np.ndarray], shape: NetworkShape) -> onnx.ModelP
             parts.append(g.one("Reshape", [g.one("Transpose", [y_h], perm=[1, 0, 2]),
                                            i64("char_lstm_out", [-1, 2 * units])]))
     feats = g.one("Concat", parts, axis=1) if len(parts) > 1 else parts[0]
-    out = g.one("Relu", [g.one("Gemm", [feats, g.const("dense.kernel", w["dense.kernel"]),
-                                        g.const("dense.bias", w["dense.bias"])])])
-    dim = w["dense.kernel"].shape[1]
+    kernel = w["dense.kernel"]
+    if shape.gazetteer_dim:
+        # The per-word rows only; the ReLU waits for the gazetteer's share (context graph).
+        out = g.one("Gemm", [feats, g.const("dense.kernel", kernel[:-shape.gazetteer_dim]),
+                             g.const("dense.bias", w["dense.bias"])])
+    else:
+        out = g.one("Relu", [g.one("Gemm", [feats, g.const("dense.kernel", kernel),
+                                            g.const("dense.bias", w["dense.bias"])])])
+    dim = kernel.shape[1]
     return g.model("nerservice_words", [
         helper.make_tensor_value_info("word_ids", TensorProto.INT32, ["U"]),
         helper.make_tensor_value_info("word_chars", TensorProto.INT32, ["U", "C"]),
@@ -144,6 +167,14 @@ def context_graph(w: Mapping[str, np.ndarray], shape: NetworkShape) -> onnx.Mode
     dim = w["dense.kernel"].shape[1]
     # Gathering with the transposed index gives the time-major (T, B, D) layout ONNX LSTMs read.
     x = g.one("Gather", ["features", g.one("Transpose", ["word_index"], perm=[1, 0])])
+    inputs = [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["U", dim]),
+              helper.make_tensor_value_info("word_index", TensorProto.INT32, ["B", "T"]),
+              helper.make_tensor_value_info("lengths", TensorProto.INT32, ["B"])]
+    if shape.gazetteer_dim:
+        x = g.one("Relu", [g.one("Add", [x, g.one("Gather", [
+            g.const("gazetteer_table", gazetteer_table(w, shape.gazetteer_dim)),
+            g.one("Transpose", ["gazetteer"], perm=[1, 0])])])])
+        inputs.append(helper.make_tensor_value_info("gazetteer", TensorProto.INT32, ["B", "T"]))
     seq = g.one("Max", ["lengths", g.const("one_i32", np.int32(1))])  # empty padding rows: outputs unused
     merge = g.const("merge_dirs", np.asarray([0, 0, -1], np.int64))
     width = dim
@@ -156,9 +187,6 @@ def context_graph(w: Mapping[str, np.ndarray], shape: NetworkShape) -> onnx.Mode
     em = g.one("Add", [g.one("MatMul", [x, g.const("emissions.kernel", w["emissions.kernel"])]),
                        g.const("emissions.bias", w["emissions.bias"])])
     k = w["emissions.kernel"].shape[1]
-    return g.model("nerservice_context", [
-        helper.make_tensor_value_info("features", TensorProto.FLOAT, ["U", dim]),
-        helper.make_tensor_value_info("word_index", TensorProto.INT32, ["B", "T"]),
-        helper.make_tensor_value_info("lengths", TensorProto.INT32, ["B"]),
-    ], [helper.make_tensor_value_info("emissions", TensorProto.FLOAT, ["B", "T", k])],
-        g.one("Transpose", [em], perm=[1, 0, 2]))
+    return g.model("nerservice_context", inputs,
+                   [helper.make_tensor_value_info("emissions", TensorProto.FLOAT, ["B", "T", k])],
+                   g.one("Transpose", [em], perm=[1, 0, 2]))

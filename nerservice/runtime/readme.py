@@ -13,11 +13,11 @@ Runs on ONNX Runtime (CPU) and NumPy; no TensorFlow, Keras or nerservice needed.
   `features` float32 (U, {dim}).
 - `context.onnx`: per batch of sentences. Inputs `features` float32 (U, {dim}) (the output above),
   `word_index` int32 (B, T) (row of `features` for each token; any row for padding), `lengths` int32 (B,)
-  (real tokens per sentence). Output `emissions` float32 (B, T, {k}): one score per tag (column order of
-  `crf.json` "tags"); positions at or past a sentence's length are padding.
+  (real tokens per sentence){gazetteer_input}. Output `emissions` float32 (B, T, {k}): one score per tag
+  (column order of `crf.json` "tags"); positions at or past a sentence's length are padding.
 - `vocab.json`: `words.items`, `chars.items` (id = position in the list + 2; 0 = padding, 1 = unknown),
-  `tags.tags`. `crf.json`: `transitions` [from][to], `start`, `end`, `tags`. `config.json`: the training
-  config (`model.max_word_length` = {maxlen}). `manifest.json`: sha256 of every file.
+  `tags.tags`{gazetteer_vocab}. `crf.json`: `transitions` [from][to], `start`, `end`, `tags`. `config.json`:
+  the training config (`model.max_word_length` = {maxlen}). `manifest.json`: sha256 of every file.
 
 ## Inputs from tokens
 For each token w (any tokenizer; nerservice splits on whitespace and punctuation):
@@ -27,7 +27,7 @@ For each token w (any tokenizer; nerservice splits on whitespace and punctuation
   the last {tail}. Char ids `chars.items.index(c) + 2`, else 1; right-padded with 0 to a common width C.
 - Give each distinct (word id, chars) pair one row u of `word_ids`/`word_chars` (one row per token works
   too, it is only slower); `word_index[b, t]` = the row of sentence b's token t.
-
+{gazetteer_recipe}
 ## Decode (linear-chain CRF)
 For a sentence of n tokens with emissions E (n, K), the tag path y maximises
 `start[y0] + sum_t E[t, y_t] + sum_t transitions[y_(t-1), y_t] + end[y_(n-1)]` (Viterbi).
@@ -37,9 +37,22 @@ p(y_t = chosen tag | sentence) from forward-backward with the same scores.
 """
 
 
+# Only for a model with a gazetteer (model.gazetteer): the README of every other export stays as it was.
+GAZETTEER_INPUT = ", `gazetteer` int32 (B, T) (each token's gazetteer id, below; 0 for padding)"
+GAZETTEER_VOCAB = (', `gazetteer` (`types`, `max_tokens`, `entries`: [[normalised tokens...], type index]'
+                   ' pairs)')
+GAZETTEER_RECIPE = """- gazetteer id (one per token, sentence by sentence): normalise every token as above, then from
+  the first token on, find the longest run of at most `gazetteer.max_tokens` tokens starting here that is an
+  entry (of type index k): its first token gets 2 + 2k, the others 3 + 2k, and matching resumes after
+  the run; a token that starts no entry gets 1 and matching moves on by one token.
+"""
+
+
 def readme_text(loaded: Any, source: dict[str, Any]) -> str:
     maxlen = int(loaded.config.model.max_word_length)
+    gaz = getattr(loaded.vocabs, "gazetteer", None) is not None
     return TEMPLATE.format(
         ref=source["ref"], sha=source["manifest_sha256"], tags=", ".join(loaded.vocabs.tags.tags),
         dim=int(loaded.config.model.dense_units), k=len(loaded.vocabs.tags), maxlen=maxlen,
-        head=maxlen // 2, tail=maxlen - maxlen // 2)
+        head=maxlen // 2, tail=maxlen - maxlen // 2, gazetteer_input=GAZETTEER_INPUT if gaz else "",
+        gazetteer_vocab=GAZETTEER_VOCAB if gaz else "", gazetteer_recipe=GAZETTEER_RECIPE if gaz else "")

@@ -3,8 +3,8 @@ tokens/s) or Keras (the training framework, the reference).
 
     auto   an ONNX export -> ONNX Runtime; a Keras model -> converted in memory to the same ONNX graphs
            when ``onnxruntime`` and ``onnx`` are installed and Keras is not on JAX (GPUs), else Keras; a
-           model with a character LM (``model.char_lm``) or a gazetteer (``model.gazetteer``) stays on Keras:
-           the graphs do not cover them yet
+           model with a character LM (``model.char_lm``) stays on Keras: the graphs do not cover it yet (a
+           gazetteer, ``model.gazetteer``, they do: nerservice/runtime/graph.py)
     onnx   ONNX Runtime, or a coded error saying what to install
     keras  the Keras forward of a saved model (an export has no Keras weights: a coded error)
 """
@@ -45,11 +45,10 @@ def _is_onnx_dir(d: Path) -> bool:
 
 
 def _keras_only(d: Path) -> bool:
-    """A model with a character LM (``model.char_lm``) or a gazetteer (``model.gazetteer``): the ONNX graphs
-    do not cover them yet."""
+    """A model with a character LM (``model.char_lm``): the ONNX graphs do not cover it yet."""
     try:
         model = json.loads((d / CONFIG).read_text(encoding="utf-8"))["model"]
-        return bool(model.get("char_lm_units") or model.get("gazetteer"))
+        return bool(model.get("char_lm_units"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
@@ -58,8 +57,7 @@ def onnx_covers(loaded: Any) -> bool:
     members = getattr(loaded, "members", None)
     if members is not None:
         return all(onnx_covers(m) for m in members)
-    model = getattr(loaded, "model", None)
-    return getattr(model, "char_lm", None) is None and getattr(model, "gazetteer_embedding", None) is None
+    return getattr(getattr(loaded, "model", None), "char_lm", None) is None
 
 
 def converts_in_memory() -> bool:

@@ -33,9 +33,13 @@ def tagger_weights(model: Any) -> tuple[dict[str, np.ndarray], NetworkShape]:
     if enc.bilstm is not None:
         _lstm("char_lstm", enc.bilstm, w)
     w["dense.kernel"], w["dense.bias"] = _np(model.dense.kernel), _np(model.dense.bias)
+    gazetteer = getattr(model, "gazetteer_embedding", None)
+    if gazetteer is not None:
+        w["gazetteer_embedding"] = _np(gazetteer.embeddings)
     for i, layer in enumerate(model.stack.layers_):
         _lstm(f"stack.{i}", layer, w)
     w["emissions.kernel"], w["emissions.bias"] = _np(model.emission.kernel), _np(model.emission.bias)
     shape = NetworkShape(char_cnn_width=enc.cnn_width, has_char_cnn=enc.conv is not None,
-                         has_char_lstm=enc.bilstm is not None, lstm_layers=len(model.stack.layers_))
+                         has_char_lstm=enc.bilstm is not None, lstm_layers=len(model.stack.layers_),
+                         gazetteer_dim=int(w["gazetteer_embedding"].shape[1]) if gazetteer is not None else 0)
     return w, shape

@@ -1,10 +1,11 @@
 """A bounded, thread-safe LRU of word features (the word graph's output) keyed by word id + characters.
 
-A word's features (word vector, char-CNN, char-BiLSTM, dense layer) do not depend on its sentence, and
-text repeats words heavily, so rows computed once are reused across batches.  The key is the word id and
-the clipped character ids (the char row trimmed of padding), exactly the word graph's inputs, so a hit
-returns bit-identical features.  Memory: ``capacity`` rows of ``dim`` float32 in one preallocated array
-(``nbytes``), plus a dict of keys; ``stats()`` reports both.
+A word's features (word vector, char-CNN, char-BiLSTM, dense layer; for a gazetteer model the dense layer's
+per-word share before its ReLU, the per-token gazetteer share being added in the context graph) do not
+depend on its sentence, and text repeats words heavily, so rows computed once are reused across batches.
+The key is the word id and the clipped character ids (the char row trimmed of padding), exactly the word
+graph's inputs, so a hit returns bit-identical features.  Memory: ``capacity`` rows of ``dim`` float32 in
+one preallocated array (``nbytes``), plus a dict of keys; ``stats()`` reports both.
 """
 from __future__ import annotations
 

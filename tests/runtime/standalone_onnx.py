@@ -24,6 +24,22 @@ def clip(word: str, n: int) -> str:
     return word if len(word) <= n else word[: n // 2] + word[len(word) - (n - n // 2):]
 
 
+def gazetteer_ids(tokens: list[str], gaz: dict) -> list[int]:
+    """The README's matching: longest entry first, left to right; 2 + 2k begins one of type k, 3 + 2k continues."""
+    entries = {tuple(k): v for k, v in gaz["entries"]}
+    keys, out, i = [normalize(t) for t in tokens], [1] * len(tokens), 0
+    while i < len(keys):
+        for width in range(min(gaz["max_tokens"], len(keys) - i), 0, -1):
+            k = entries.get(tuple(keys[i:i + width]))
+            if k is not None:
+                out[i:i + width] = [2 + 2 * k] + [3 + 2 * k] * (width - 1)
+                i += width
+                break
+        else:
+            i += 1
+    return out
+
+
 def viterbi(em: np.ndarray, start: np.ndarray, trans: np.ndarray, end: np.ndarray) -> list[int]:
     score, back = start + em[0], []
     for t in range(1, len(em)):
@@ -59,10 +75,18 @@ def main(folder: str) -> None:
     c_sess = ort.InferenceSession(str(d / "context.onnx"), providers=["CPUExecutionProvider"])
     feats = w_sess.run(None, {"word_ids": word_ids, "word_chars": word_chars})[0]
     lengths = np.array([len(s) for s in sentences], dtype=np.int32)
-    em = c_sess.run(None, {"features": feats, "word_index": index, "lengths": lengths})[0].astype(np.float64)
+    feed = {"features": feats, "word_index": index, "lengths": lengths}
+    result: dict = {}
+    if "gazetteer" in vocab:  # a model with a gazetteer: one more context input, 0 at padding
+        ids = [gazetteer_ids(s, vocab["gazetteer"]) for s in sentences]
+        feed["gazetteer"] = np.zeros(index.shape, dtype=np.int32)
+        for b, row in enumerate(ids):
+            feed["gazetteer"][b, : len(row)] = row
+        result["gazetteer"] = ids
+    em = c_sess.run(None, feed)[0].astype(np.float64)
     start, trans, end = (np.asarray(crf[k]) for k in ("start", "transitions", "end"))
     tags = [[crf["tags"][k] for k in viterbi(em[b, :n], start, trans, end)] for b, n in enumerate(lengths)]
-    print(json.dumps({"emissions": [em[b, :n].tolist() for b, n in enumerate(lengths)], "tags": tags}))
+    print(json.dumps({**result, "emissions": [em[b, :n].tolist() for b, n in enumerate(lengths)], "tags": tags}))
 
 
 if __name__ == "__main__":
