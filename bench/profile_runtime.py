@@ -54,7 +54,7 @@ def main() -> None:
             t2 = time.perf_counter()
             feats = fwd.word_features(ids, chars)  # through the cache when it is on
             t3 = time.perf_counter()
-            em = fwd.context.run(None, {"features": feats, "word_index": index, "lengths": b["lengths"]})[0]
+            em = fwd.context.run(None, fwd.context_inputs(b, feats, index))[0]
             t4 = time.perf_counter()
             t["distinct words (host)"] += t2 - t1
             t["word graph: char-CNN + char-BiLSTM + dense"] += t3 - t2

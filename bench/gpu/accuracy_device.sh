@@ -29,6 +29,9 @@
 #      F and M), against session 5-6's b128 runs without it (same code path, seeds and time cap)
 #   Q: BC2GM, the F recipe with and without the gazetteer side by side (seeds 42/1/2, six processes): session 6's
 #      BC2GM b128 ran beside eight others, and one seed was cut by its time cap, so it gets a fresh baseline
+#   R: the four-corpus model (G's corpora.json and recipe) with the gazetteer, seeds 42/1/2, against P and Q's single
+#      models with it; beside it the final recipe (train+devel, fixed epochs = each seed's best epoch in P: 23/12/15,
+#      model-last) on NCBI-disease with the gazetteer (6 processes)
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
 # Wait for the runs by PID, never a bare `wait`: it also waits for the GPU monitor loop, which never ends, so the
 # results are never packed (session 6's call E lost its tar that way).
@@ -128,6 +131,22 @@ Q)
   b128 565 7.2 q gaz "--set model.gazetteer=true" BC2GM & g=$!
   b128 565 7.2 q0 b128 "" BC2GM & b=$!
   wait $g $b ;;
+R)
+  B="--set training.batch_size=128 --set training.learning_rate=0.004 --set model.gazetteer=true"
+  B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=7.2"
+  for s in 42 1 2; do
+    timeout 565 python3 bench/gpu/multi_corpus.py --one multi --seed $s --corpora $D/corpora.json $V $B \
+      --out /tmp/multi4g-$s --json-out $R/multi4-gaz-$s.json > $R/multi4-gaz-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done
+  for job in "42 23" "1 12" "2 15"; do
+    read -r s e <<< "$job"
+    timeout 565 python3 bench/gpu/train_gpu.py --corpus $D/NCBI-disease $V --no-ceiling --no-inference $B --train-on-dev \
+      --set training.epochs=$e --set training.seed=$s --out /tmp/rf-$s --json-out $R/NCBI-disease-final-gaz-$s.json \
+      > $R/NCBI-disease-final-gaz-$s.log 2>&1 &
+    pids="$pids $!"
+  done
+  wait $pids ;;
 esac
 kill $mon
 pack

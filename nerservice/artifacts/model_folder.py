@@ -39,6 +39,15 @@ ExtraFile = FileWriter | dict[str, Any] | list[Any]
 FORMAT_FILES: dict[str, tuple[str, ...]] = {FORMAT: (), MULTI_FORMAT: (MULTI,)}
 
 
+def truthful_gazetteer(config: NerConfig, vocabs: Vocabularies) -> NerConfig:
+    """``model.gazetteer`` asks train() to build one (the default); a model without one in its vocabularies —
+    built without training data, or saved before the setting existed (its config lacks the key, which reads
+    as the default) — says so in its config."""
+    if config.model.gazetteer and vocabs.gazetteer is None:
+        return config.with_overrides({"model.gazetteer": False})
+    return config
+
+
 def save_model(out_dir: str | Path, *, model: NerTagger, vocabs: Vocabularies, config: NerConfig,
                metrics: dict[str, Any] | None = None, history: list[dict[str, Any]] | None = None,
                lineage: dict[str, Any] | None = None, fmt: str = FORMAT,
@@ -47,6 +56,7 @@ def save_model(out_dir: str | Path, *, model: NerTagger, vocabs: Vocabularies, c
     that shares this layout such as ``MULTI_FORMAT``). ``extra_files``: name -> writer (called with the
     path) or JSON data, for files the caller adds (listed in the manifest like the others)."""
     out = Path(out_dir)
+    config = truthful_gazetteer(config, vocabs)
     with staged(out) as tmp:
         (tmp / CONFIG).write_text(config.to_json(), encoding="utf-8")
         vocabs.save(tmp / VOCAB)
@@ -99,8 +109,8 @@ def load_model_folder(model_dir: str | Path, *, verify: bool = True) -> LoadedMo
         raise ModelLoadError(f"{d}: missing {', '.join(missing)}", path=str(d))
     # Verified: an unreadable manifest is an IntegrityError, as from the store's checks.
     manifest = verify_model_folder(d, read_manifest(d)) if verify else read_json(d / MANIFEST)
-    config = NerConfig.from_dict(read_json(d / CONFIG))
     vocabs = Vocabularies.load(d / VOCAB)
+    config = truthful_gazetteer(NerConfig.from_dict(read_json(d / CONFIG)), vocabs)
     shape = manifest.get("model", {}) if isinstance(manifest, dict) else {}
     fmt = manifest.get("format") if isinstance(manifest, dict) else None
     if (fmt == MULTI_FORMAT) != isinstance(vocabs.tags, MultiTagVocabulary):

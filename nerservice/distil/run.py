@@ -39,6 +39,7 @@ class DistilPlan:
     tags: TagVocabulary
     targets: TeacherTargets
     record: dict[str, Any]
+    labelled: int  # the first sentences of the student's training data are the labelled corpus
     tagger_cls: type[Any] = StudentTagger
 
     def batch(self, rows: np.ndarray, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -131,7 +132,7 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
         "loss": "cross-entropy of the student's CRF against the teacher's CRF distribution (exact marginals)",
         "targets_seconds": round(targets_seconds, 2),
     }
-    plan = DistilPlan(tags=tags, targets=targets, record=record)
+    plan = DistilPlan(tags=tags, targets=targets, record=record, labelled=len(train_data))
     outcome = train(config, train_data=sentences, dev_data=dev_data, test_data=test_data,
                     embeddings=config.model.embeddings, out_dir=out_dir, sources=sources, callbacks=callbacks,
                     resume=resume, progress=progress, keep=keep, distillation=plan)

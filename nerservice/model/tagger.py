@@ -44,12 +44,13 @@ class NerTagger(keras.Model):
             self.char_lm = ContextualCharEmbedding(n_lm_chars, embedding_dim=cfg.char_lm_embedding_dim,
                                                    units=cfg.char_lm_units, name="char_lm")
             self.char_lm.trainable = False
-        # Likewise created only with a gazetteer (``text/gazetteer.py``; the ids come with the vocabularies).
+        # Likewise created only with a gazetteer (``text/gazetteer.py``): its size comes with the vocabularies.
+        # ``model.gazetteer`` asks train() to build one; a tagger built without one (no training data, or a
+        # model saved before the setting existed) has no layer.
         self.gazetteer_embedding = None
-        if cfg.gazetteer:
-            if n_gazetteer_ids < 3:
-                raise ConfigError("model.gazetteer is set but the vocabularies have no gazetteer",
-                                  hint="train with model.gazetteer=true; train() builds it from the annotations")
+        if n_gazetteer_ids:
+            if not cfg.gazetteer or n_gazetteer_ids < 3:
+                raise ConfigError(f"a gazetteer of {n_gazetteer_ids} ids needs model.gazetteer=true and >= 3 ids")
             self.gazetteer_embedding = keras.layers.Embedding(n_gazetteer_ids, cfg.gazetteer_dim,
                                                               name="gazetteer_embedding")
         self.input_dropout = ReplicaDropout(cfg.dropout, name="input_dropout")

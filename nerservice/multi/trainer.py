@@ -23,13 +23,15 @@ from nerservice.model.batching import bucketed_batches
 from nerservice.multi.config import CorporaConfig
 from nerservice.multi.corpora import CorpusSplits, namespaced, tag_vocabulary
 from nerservice.multi.evaluation import evaluate_heads
-from nerservice.text.vocab import Vocabularies
+from nerservice.text.vocab import HEAD_SEP, Vocabularies
 from nerservice.training.trainer import (
     TrainCallback,
     TrainOutcome,
     config_with_vectors,
+    gazetteer_arguments,
     phase_timings,
     vocabularies_with_vectors,
+    with_gazetteer,
 )
 
 OVERLAP_RULE = "highest-mean-marginal, then longest, then corpus order, then start"  # nerservice/model/heads.py
@@ -90,6 +92,11 @@ def train_multi(
     tags = tag_vocabulary(corpora)
     vocabs = Vocabularies(words=vocabs.words, chars=vocabs.chars, tags=tags,
                           lm_chars=char_lm.vocab if char_lm is not None else None)
+    # Types named per corpus ("bc5cdr|Chemical"): each corpus's strings are chosen on its own text.
+    vocabs, gazetteer_ids, gazetteer_record = with_gazetteer(
+        vocabs, config, [(f"{c.name}{HEAD_SEP}", c.train) for c in corpora])
+    if gazetteer_record:
+        vocab_stats = {**vocab_stats, "gazetteer": gazetteer_record}
     starts = np.cumsum([0] + [len(c.train) for c in corpora])
     groups = [np.arange(a, b) for a, b in zip(starts[:-1], starts[1:])]
     lengths = np.array([len(s.tokens) for s in train_all], dtype=np.int64)
@@ -103,7 +110,7 @@ def train_multi(
     with scope:
         model = build_multi_tagger(config.model, tags=tags, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                                    word_vectors=matrix, seed=config.training.seed,
-                                   **lm_arguments(char_lm))
+                                   **lm_arguments(char_lm), **gazetteer_arguments(vocabs))
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
@@ -122,7 +129,8 @@ def train_multi(
         print(f"resuming from {out / CHECKPOINT} after epoch {state.epoch}", flush=True)
     loop = EpochLoop(step, vocabs, config, train_all, evaluate=lambda: evaluate_heads(predictor, dev_sets),
                      state=state, progress=progress and chief, rank=rank, world=world, plan_fn=plan_fn,
-                     on_checkpoint=lambda: checkpointer.save_checkpoint(model, step.optimizer, loop.state))
+                     on_checkpoint=lambda: checkpointer.save_checkpoint(model, step.optimizer, loop.state),
+                     gazetteer_ids=gazetteer_ids)
     for record, is_best in loop:
         record["dev_f1_per_corpus"] = {c: m["micro"]["f1"] for c, m in loop.last_dev["per_corpus"].items()}
         checkpointer.save_epoch(model, loop.state, loop.last_dev, is_best=is_best)

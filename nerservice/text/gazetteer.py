@@ -14,6 +14,12 @@ Two rules keep it honest:
     would carry the feature and the network would learn to trust it blindly; at test time new entities never
     do.  Dev, test and inference text use the gazetteer of the whole training set, saved with the model.
 
+Several corpora (one multi-corpus model): each corpus's strings are selected on its own text (a chemical in
+an NCBI-disease abstract is not annotated there, and must not count against the chemical), types are named
+per corpus (``"bc5cdr|Chemical"``), and where two corpora hold the same string the one listed first keeps
+it.  A training sentence is matched against its own corpus's other blocks and the other corpora whole — as
+new text of that corpus is at inference.
+
 Feature ids: 0 padding, 1 no match, ``2 + 2k`` begins a string of type k, ``3 + 2k`` continues one.
 Matching is greedy, longest string first, left to right; keys are ``normalize_word`` forms (lower case,
 digits → 0), so "BRCA1" and "brca2" are the same key.
@@ -23,6 +29,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -57,43 +64,17 @@ class Gazetteer:
         """Size of the feature's id space (the tagger's embedding rows)."""
         return 2 + 2 * len(self.types)
 
-    def token_ids(self, tokens: Sequence[str]) -> list[int]:
-        keys = [normalize_word(t) for t in tokens]
-        return self._match(keys, self.entries)
+    @cached_property
+    def _starts(self) -> dict[str, tuple[int, ...]]:
+        return _index(self.entries)
 
-    def _match(self, keys: Sequence[str], entries: Mapping[Key, int]) -> list[int]:
-        out = [NO_MATCH] * len(keys)
-        i, n = 0, len(keys)
-        while i < n:
-            for width in range(min(self.max_tokens, n - i), 0, -1):
-                k = entries.get(tuple(keys[i:i + width]))
-                if k is not None:
-                    out[i] = 2 + 2 * k
-                    out[i + 1:i + width] = [3 + 2 * k] * (width - 1)
-                    i += width
-                    break
-            else:
-                i += 1
-        return out
+    def token_ids(self, tokens: Sequence[str]) -> list[int]:
+        return _match([normalize_word(t) for t in tokens], self.entries, self._starts)
 
     def flat_ids(self, sentences: Iterable[Sequence[str]]) -> np.ndarray:
         """Every token's feature id, sentences concatenated (``EncodedCorpus``'s flat layout)."""
         ids = [x for tokens in sentences for x in self.token_ids(tokens)]
         return np.asarray(ids, dtype=np.int32)
-
-    def jackknife_ids(self, sentences: Sequence[TaggedSentence], *, folds: int, min_ratio: float) -> np.ndarray:
-        """The training sentences' feature ids, each block of sentences matched against a gazetteer built
-        from the other blocks only (see the module docstring); types stay this gazetteer's."""
-        keys = [[normalize_word(t) for t in s.tokens] for s in sentences]
-        bounds = np.linspace(0, len(sentences), max(1, min(folds, len(sentences))) + 1).astype(int)
-        out: list[int] = []
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            rest = [i for i in range(len(sentences)) if not a <= i < b]
-            entries = _select(*_count(keys, sentences, rest, self.max_tokens), min_ratio=min_ratio,
-                              type_index={t: j for j, t in enumerate(self.types)})
-            for i in range(a, b):
-                out.extend(self._match(keys[i], entries))
-        return np.asarray(out, dtype=np.int32)
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": GAZETTEER_VERSION, "types": list(self.types), "max_tokens": self.max_tokens,
@@ -117,9 +98,41 @@ class Gazetteer:
         return len(self.entries)
 
 
+@dataclass(frozen=True)
+class GazetteerBuild:
+    gazetteer: Gazetteer  # of all the training text: saved with the model, matched against new text
+    training_ids: np.ndarray  # the training sentences' ids (flat, in the order given), jackknifed
+
+
+def _index(entries: Mapping[Key, int]) -> dict[str, tuple[int, ...]]:
+    """First token -> the widths of the strings it starts, longest first: most tokens start none, so a
+    position costs one dictionary lookup."""
+    widths: dict[str, set[int]] = defaultdict(set)
+    for key in entries:
+        widths[key[0]].add(len(key))
+    return {k: tuple(sorted(w, reverse=True)) for k, w in widths.items()}
+
+
+def _match(keys: Sequence[str], entries: Mapping[Key, int], starts: Mapping[str, tuple[int, ...]]) -> list[int]:
+    """Greedy left to right, the longest string first."""
+    out = [NO_MATCH] * len(keys)
+    i, n = 0, len(keys)
+    while i < n:
+        for width in starts.get(keys[i], ()):
+            k = entries.get(tuple(keys[i:i + width])) if i + width <= n else None
+            if k is not None:
+                out[i] = 2 + 2 * k
+                out[i + 1:i + width] = [3 + 2 * k] * (width - 1)
+                i += width
+                break
+        else:
+            i += 1
+    return out
+
+
 def _count(keys: Sequence[Sequence[str]], sentences: Sequence[TaggedSentence], rows: Iterable[int],
            max_tokens: int) -> tuple[dict[Key, Counter[str]], Counter[Key]]:
-    """(annotations per string and type, occurrences of each annotated string anywhere in ``rows``)."""
+    """(annotations per string and label, occurrences of each annotated string anywhere in ``rows``)."""
     rows = list(rows)
     annotated: dict[Key, Counter[str]] = defaultdict(Counter)
     for i in rows:
@@ -140,21 +153,57 @@ def _count(keys: Sequence[Sequence[str]], sentences: Sequence[TaggedSentence], r
     return annotated, seen
 
 
-def _select(annotated: Mapping[Key, Counter[str]], seen: Mapping[Key, int], *, min_ratio: float,
-            type_index: Mapping[str, int]) -> dict[Key, int]:
-    entries: dict[Key, int] = {}
-    for key, by_type in annotated.items():
-        if sum(by_type.values()) >= min_ratio * max(seen.get(key, 0), 1):
-            label = min(by_type, key=lambda t: (-by_type[t], t))  # the most frequent type; ties by name
-            if label in type_index:
-                entries[key] = type_index[label]
-    return entries
+def _select(annotated: Mapping[Key, Counter[str]], seen: Mapping[Key, int], *, min_ratio: float) -> dict[Key, str]:
+    """The strings annotated in at least ``min_ratio`` of their occurrences, each with its most frequent
+    label (ties by name)."""
+    return {key: min(by_type, key=lambda t: (-by_type[t], t)) for key, by_type in annotated.items()
+            if sum(by_type.values()) >= min_ratio * max(seen.get(key, 0), 1)}
+
+
+def _merged(parts: Sequence[Mapping[Key, str]], prefixes: Sequence[str], type_index: Mapping[str, int]
+            ) -> dict[Key, int]:
+    """One corpus's selection after another; a string already held by an earlier corpus stays its."""
+    out: dict[Key, int] = {}
+    for part, prefix in zip(parts, prefixes):
+        for key, label in part.items():
+            out.setdefault(key, type_index[prefix + label])
+    return out
+
+
+def build_for_training(corpora: Sequence[tuple[str, Sequence[TaggedSentence]]], *, min_ratio: float,
+                       max_tokens: int, folds: int) -> GazetteerBuild:
+    """The gazetteer of ``corpora`` — (type prefix, training sentences) pairs, ``""`` for one corpus — and the
+    training sentences' feature ids, each of ``folds`` blocks per corpus matched without its own annotations
+    (module docstring)."""
+    gazetteer, keys, full, type_index = _build(corpora, min_ratio=min_ratio, max_tokens=max_tokens)
+    prefixes = [p for p, _ in corpora]
+    out: list[int] = []
+    for c, (_, sents) in enumerate(corpora):
+        bounds = np.linspace(0, len(sents), max(1, min(folds, len(sents))) + 1).astype(int)
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            rest = [i for i in range(len(sents)) if not a <= i < b]
+            own = _select(*_count(keys[c], sents, rest, max_tokens), min_ratio=min_ratio)
+            entries = _merged([own if j == c else part for j, part in enumerate(full)], prefixes, type_index)
+            starts = _index(entries)
+            for i in range(a, b):
+                out.extend(_match(keys[c][i], entries, starts))
+    return GazetteerBuild(gazetteer, np.asarray(out, dtype=np.int32))
+
+
+def _build(corpora: Sequence[tuple[str, Sequence[TaggedSentence]]], *, min_ratio: float, max_tokens: int
+           ) -> tuple[Gazetteer, list[list[list[str]]], list[dict[Key, str]], dict[str, int]]:
+    """(the gazetteer, every sentence's keys, each corpus's own selection, type -> index)."""
+    prefixes = [p for p, _ in corpora]
+    keys = [[[normalize_word(t) for t in s.tokens] for s in sents] for _, sents in corpora]
+    counted = [_count(k, sents, range(len(sents)), max_tokens) for k, (_, sents) in zip(keys, corpora)]
+    full = [_select(*c, min_ratio=min_ratio) for c in counted]
+    types = tuple(sorted({p + label for (annotated, _), p in zip(counted, prefixes)
+                          for c in annotated.values() for label in c}))
+    type_index = {t: j for j, t in enumerate(types)}
+    gazetteer = Gazetteer(types=types, entries=_merged(full, prefixes, type_index), max_tokens=max_tokens)
+    return gazetteer, keys, full, type_index
 
 
 def build_gazetteer(sentences: Sequence[TaggedSentence], *, min_ratio: float, max_tokens: int) -> Gazetteer:
-    """The gazetteer of ``sentences``' annotations (strings of at most ``max_tokens`` tokens)."""
-    keys = [[normalize_word(t) for t in s.tokens] for s in sentences]
-    annotated, seen = _count(keys, sentences, range(len(sentences)), max_tokens)
-    types = tuple(sorted({t for c in annotated.values() for t in c}))
-    entries = _select(annotated, seen, min_ratio=min_ratio, type_index={t: j for j, t in enumerate(types)})
-    return Gazetteer(types=types, entries=entries, max_tokens=max_tokens)
+    """The gazetteer of one corpus's annotations (strings of at most ``max_tokens`` tokens)."""
+    return _build([("", sentences)], min_ratio=min_ratio, max_tokens=max_tokens)[0]

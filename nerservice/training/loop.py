@@ -91,8 +91,12 @@ class EpochLoop:
                  world: int = 1, progress: bool = True, shape_policy: ShapePolicy | None = None,
                  on_checkpoint: Callable[[], None] | None = None,
                  plan_fn: Callable[[int], list[np.ndarray]] | None = None,
-                 extra_batch: ExtraBatch | None = None, warm_up: bool = True) -> None:
+                 extra_batch: ExtraBatch | None = None, warm_up: bool = True,
+                 gazetteer_ids: np.ndarray | None = None) -> None:
+        """``gazetteer_ids``: with a gazetteer in ``vocabs``, the training sentences' ids as
+        ``GazetteerBuild.training_ids`` gives them (flat, in ``train``'s order)."""
         self.step, self.vocabs, self.config, self.train = step, vocabs, config, train
+        self.gazetteer_ids = gazetteer_ids
         self.plan_fn, self.extra_batch = plan_fn, extra_batch
         self.warm_up = warm_up
         self.warmup_seconds = 0.0  # the step's one-time costs, paid before the first timed epoch
@@ -109,14 +113,12 @@ class EpochLoop:
         t = self.config.training
         state, step, rank, world = self.state, self.step, self.rank, self.world
         lengths = [len(s.tokens) for s in self.train]
-        gazetteer = self.vocabs.gazetteer
-        # The training text's dictionary feature comes without its own annotations (text/gazetteer.py).
-        gazetteer_ids = (gazetteer.jackknife_ids(self.train, folds=self.config.model.gazetteer_folds,
-                                                 min_ratio=self.config.model.gazetteer_min_ratio)
-                         if gazetteer is not None else None)
+        if self.vocabs.gazetteer is not None and self.gazetteer_ids is None:
+            # Matched against the whole gazetteer, every training entity would carry the feature.
+            raise ValueError("a model with a gazetteer needs the training text's jackknifed ids (text/gazetteer.py)")
         encoded = EncodedCorpus([s.tokens for s in self.train], self.vocabs,
                                 max_word_length=self.config.model.max_word_length, tags=[s.tags for s in self.train],
-                                gazetteer_ids=gazetteer_ids)
+                                gazetteer_ids=self.gazetteer_ids)
         # A step over a multi-process JAX job takes the whole global batch on every worker (it keeps its
         # own rows); otherwise each worker encodes its slice.
         part, parts = (0, 1) if step.global_batch else (rank, world)

@@ -19,7 +19,7 @@ from nerservice.config import NerConfig
 from nerservice.data import Sentence
 from nerservice.errors import ConfigError
 from nerservice.metrics import evaluate_predictor
-from nerservice.text.gazetteer import build_gazetteer
+from nerservice.text.gazetteer import build_for_training
 from nerservice.text.vocab import TagVocabulary, Vocabularies, Vocabulary, normalize_word
 
 
@@ -36,6 +36,7 @@ class Distillation(Protocol):
     tags: TagVocabulary
     tagger_cls: type[Any]
     record: dict[str, Any]
+    labelled: int  # the first ``labelled`` training sentences carry gold tags; the rest is unlabelled text
 
     def batch(self, rows: np.ndarray, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
@@ -107,20 +108,24 @@ def vocabularies_with_vectors(train: Sequence[Sentence], others: Sequence[Senten
     return vocabs, matrix, stats
 
 
-def with_gazetteer(vocabs: Vocabularies, config: NerConfig, train: Sequence[Sentence], *,
-                   distilling: bool = False) -> tuple[Vocabularies, dict[str, Any]]:
-    """The vocabularies with the training annotations' gazetteer when ``model.gazetteer`` asks for one, and
-    its record for the lineage ({} without)."""
+def with_gazetteer(vocabs: Vocabularies, config: NerConfig, corpora: Sequence[tuple[str, Sequence[Sentence]]], *,
+                   unlabelled: Sequence[Sentence] = ()) -> tuple[Vocabularies, np.ndarray | None, dict[str, Any]]:
+    """With ``model.gazetteer``: the vocabularies with the gazetteer of ``corpora`` ((type prefix, training
+    sentences) pairs, ``text/gazetteer.py``), the training sentences' jackknifed ids — then those of
+    ``unlabelled`` training text (a distillation student's), matched against the whole gazetteer — and its
+    lineage record; otherwise ``(vocabs, None, {})``."""
     m = config.model
     if not m.gazetteer:
-        return vocabs, {}
-    if distilling:
-        raise ConfigError("model.gazetteer is not available to a distillation student yet",
-                          hint="distil teachers trained without model.gazetteer")
-    gazetteer = build_gazetteer(train, min_ratio=m.gazetteer_min_ratio, max_tokens=m.gazetteer_max_tokens)
-    if not gazetteer.types:
-        raise ConfigError("model.gazetteer is set but the training corpus has no entity annotations")
-    return dataclasses.replace(vocabs, gazetteer=gazetteer), {"strings": len(gazetteer), "types": list(gazetteer.types)}
+        return vocabs, None, {}
+    built = build_for_training(corpora, min_ratio=m.gazetteer_min_ratio, max_tokens=m.gazetteer_max_tokens,
+                               folds=m.gazetteer_folds)
+    g = built.gazetteer
+    if not g.types:
+        raise ConfigError("model.gazetteer is set but the training corpus has no entity annotations",
+                          hint="--set model.gazetteer=false")
+    ids = np.concatenate([built.training_ids, g.flat_ids(s.tokens for s in unlabelled)]).astype(np.int32)
+    record = {"strings": len(g), "types": list(g.types), "training_tokens_matched": int(np.count_nonzero(ids > 1))}
+    return dataclasses.replace(vocabs, gazetteer=g), ids, record
 
 
 def gazetteer_arguments(vocabs: Vocabularies) -> dict[str, Any]:
@@ -201,7 +206,9 @@ def train(
         vocabs = dataclasses.replace(vocabs, lm_chars=char_lm.vocab)
     if distillation is not None:
         vocabs = dataclasses.replace(vocabs, tags=distillation.tags)
-    vocabs, gazetteer_record = with_gazetteer(vocabs, config, train_data, distilling=distillation is not None)
+    labelled = distillation.labelled if distillation is not None else len(train_data)
+    vocabs, gazetteer_ids, gazetteer_record = with_gazetteer(vocabs, config, [("", train_data[:labelled])],
+                                                             unlabelled=train_data[labelled:])
     if gazetteer_record:
         vocab_stats = {**vocab_stats, "gazetteer": gazetteer_record}
     timings = {"vectors_s": time.perf_counter() - clock}
@@ -247,7 +254,8 @@ def train(
     loop = EpochLoop(step, vocabs, config, train_data, evaluate=evaluate,
                      state=state, progress=progress and chief, rank=rank, world=world,
                      on_checkpoint=lambda: checkpointer.save_checkpoint(model, step.optimizer, loop.state),
-                     extra_batch=distillation.batch if distillation is not None else None)
+                     extra_batch=distillation.batch if distillation is not None else None,
+                     gazetteer_ids=gazetteer_ids)
     for record, is_best in loop:
         checkpointer.save_epoch(model, loop.state, loop.last_dev, is_best=is_best)
         if chief:

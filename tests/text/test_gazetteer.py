@@ -8,7 +8,7 @@ import pytest
 from nerservice.data import Sentence
 from nerservice.errors import ModelLoadError
 from nerservice.text.features import EncodedCorpus
-from nerservice.text.gazetteer import NO_MATCH, Gazetteer, build_gazetteer
+from nerservice.text.gazetteer import NO_MATCH, Gazetteer, build_for_training, build_gazetteer
 from nerservice.text.vocab import Vocabularies
 
 
@@ -71,14 +71,32 @@ def test_jackknife_hides_each_block_its_own_annotations() -> None:
     # shared string ("renal failure", annotated in folds 1 and 4) still fires in every fold.
     sents = [S("zzz syndrome", "B-Disease I-Disease"), S("renal failure", "B-Disease I-Disease"),
              S("nothing here", "O O"), S("more text", "O O"), S("renal failure again", "B-Disease I-Disease O")]
-    g = build_gazetteer(sents, min_ratio=0.5, max_tokens=8)
-    assert ("zzz", "syndrome") in g.entries
+    built = build_for_training([("", sents)], min_ratio=0.5, max_tokens=8, folds=5)
+    g, jack = built.gazetteer, built.training_ids
+    assert g == build_gazetteer(sents, min_ratio=0.5, max_tokens=8) and ("zzz", "syndrome") in g.entries
     full = g.flat_ids([s.tokens for s in sents])
-    jack = g.jackknife_ids(sents, folds=5, min_ratio=0.5)
     assert full.shape == jack.shape == (11,)
     d = b(g, "Disease")
     assert list(full[:2]) == [d, d + 1] and list(jack[:2]) == [NO_MATCH, NO_MATCH]
     assert list(jack[2:4]) == [d, d + 1] and list(jack[8:10]) == [d, d + 1]
+
+
+def test_corpora_choose_their_own_strings_and_the_first_keeps_a_shared_one() -> None:
+    # "lead" is a Chemical in corpus a; corpus b (diseases only) mentions it unannotated, which must not push
+    # it out of a's selection. "fever" is annotated in both: the first corpus keeps it.
+    a = [S("lead poisoning", "B-Chemical O"), S("lead levels", "B-Chemical O"), S("fever", "B-Disease")]
+    b_ = [S("lead was found", "O O O"), S("lead again", "O O"), S("lead once more", "O O O"), S("fever", "B-Disease"),
+          S("gout", "B-Disease")]
+    built = build_for_training([("a|", a), ("b|", b_)], min_ratio=0.5, max_tokens=8, folds=2)
+    g = built.gazetteer
+    assert g.types == ("a|Chemical", "a|Disease", "b|Disease")
+    assert g.types[g.entries[("lead",)]] == "a|Chemical" and g.types[g.entries[("fever",)]] == "a|Disease"
+    assert g.types[g.entries[("gout",)]] == "b|Disease"
+    # b's sentences see a's strings whole: "lead" fires in b's text; b's own "gout" (its only mention) does not
+    ids = built.training_ids
+    assert ids.size == sum(len(s.tokens) for s in a + b_)
+    b_start = sum(len(s.tokens) for s in a)
+    assert ids[b_start] == 2 + 2 * g.types.index("a|Chemical") and ids[-1] == NO_MATCH
 
 
 def test_saved_form_round_trips_and_bad_forms_are_coded_errors() -> None:
