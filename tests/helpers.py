@@ -232,3 +232,16 @@ def run_side_by_side(specs: dict[int, Any], data: dict[str, Any], *,
     with ThreadPoolExecutor(len(specs)) as pool:
         futures = {key: pool.submit(run_local, spec, data, env=env) for key, spec in specs.items()}
         return {key: f.result() for key, f in futures.items()}
+
+
+# Prepended to tests/runtime/standalone_onnx.py: the script runs where nerservice, TensorFlow, Keras and JAX
+# cannot be imported (what an ONNX export promises its users).
+BLOCK_NERSERVICE = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("nerservice", "tensorflow", "keras", "jax"):
+            raise ImportError("blocked: " + name)
+sys.meta_path.insert(0, Block())
+sys.argv = ["standalone", sys.argv[1]]
+"""

@@ -10,21 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import REPO, run_python, save_random_model
+from helpers import BLOCK_NERSERVICE, REPO, run_python, save_random_model
 
 HERE = Path(__file__).resolve().parent
 SENTENCES = [["Patients", "with", "asthma", "were", "treated", "with", "lithium", "."],
              ["BRCA1", "mutations", "and", "a", "supercalifragilisticexpialidocious-ase", "deficiency"],
              ["Cisplatin"], ["The", "of", "the", "of", "Ünïcödé", "٣٤", "x" * 40]]
-BLOCK_NERSERVICE = """
-import importlib.abc, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in ("nerservice", "tensorflow", "keras", "jax"):
-            raise ImportError("blocked: " + name)
-sys.meta_path.insert(0, Block())
-sys.argv = ["standalone", sys.argv[1]]
-"""
 
 
 def keras_predictor(model_dir: Path):

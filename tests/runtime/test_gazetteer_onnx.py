@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import TINY_OVERRIDES, encode_batch, tiny_config
+from helpers import BLOCK_NERSERVICE, TINY_OVERRIDES, encode_batch, tiny_config
 
 HERE = Path(__file__).resolve().parent
 # Demo-corpus sentences (their entity strings are in the gazetteer: single- and multi-token matches) and
@@ -23,16 +23,6 @@ TEXT = [["Patients", "with", "colorectal", "cancer", "took", "aspirin", "."],
         ["Alzheimer", "disease"],
         ["BRCA1", "mutations", "and", "a", "supercalifragilisticexpialidocious-ase", "deficiency", "in", "asthma"],
         ["x" * 40]]
-# As in test_export.py: the standalone script runs where nerservice, TensorFlow, Keras and JAX cannot be imported.
-BLOCK_NERSERVICE = """
-import importlib.abc, sys
-class Block(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.split(".")[0] in ("nerservice", "tensorflow", "keras", "jax"):
-            raise ImportError("blocked: " + name)
-sys.meta_path.insert(0, Block())
-sys.argv = ["standalone", sys.argv[1]]
-"""
 
 
 @pytest.fixture(scope="module")
