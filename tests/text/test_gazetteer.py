@@ -161,3 +161,41 @@ def test_the_feature_reaches_the_network_and_survives_save_and_load(tmp_path) ->
     loaded = load_model_folder(folder)
     assert loaded.vocabs.gazetteer == vocabs.gazetteer
     np.testing.assert_allclose(np.asarray(loaded.model(inputs)), emissions, atol=1e-6)
+
+
+def test_training_ids_jackknife_the_labelled_text_and_match_unlabelled_text_whole() -> None:
+    from nerservice.config import NerConfig
+    from nerservice.errors import ConfigError
+    from nerservice.training.trainer import build_vocabularies, with_gazetteer
+
+    vocabs = build_vocabularies(CORPUS)
+    extra = [S("renal failure", "O O")]  # a distillation student's unlabelled text: tags are placeholders
+    out, ids, record = with_gazetteer(vocabs, NerConfig(), [("", CORPUS)], unlabelled=extra)
+    g = out.gazetteer
+    assert g is not None and ids is not None and record["strings"] == len(g)
+    assert ids.size == sum(len(s.tokens) for s in CORPUS + extra)
+    d = b(g, "Disease")
+    assert list(ids[-2:]) == [d, d + 1]  # matched against the whole gazetteer
+    assert record["training_tokens_matched"] == int((ids > 1).sum())
+    off = NerConfig().with_overrides({"model.gazetteer": False})
+    assert with_gazetteer(vocabs, off, [("", CORPUS)]) == (vocabs, None, {})
+    with pytest.raises(ConfigError, match="no entity annotations"):
+        with_gazetteer(vocabs, NerConfig(), [("", [S("nothing at all", "O O O")])])
+
+
+def test_a_model_saved_without_a_gazetteer_says_so_in_its_config(tmp_path) -> None:
+    """Random models (no training data) and folders saved before the setting existed (their config lacks the
+    key, which reads as the default, true) load as gazetteer=false: the config tells what the model has."""
+    import json
+
+    from helpers import save_random_model
+    from nerservice.artifacts.model_folder import load_model_folder
+
+    folder = save_random_model(tmp_path / "m", {})
+    assert json.loads((folder / "config.json").read_text())["model"]["gazetteer"] is False
+    assert load_model_folder(folder).model.gazetteer_embedding is None
+    old = json.loads((folder / "config.json").read_text())
+    del old["model"]["gazetteer"]  # as written before session 9
+    (folder / "config.json").write_text(json.dumps(old))
+    loaded = load_model_folder(folder, verify=False)
+    assert loaded.config.model.gazetteer is False and loaded.model.gazetteer_embedding is None
