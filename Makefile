@@ -23,9 +23,10 @@ quickstart: setup
 stop:
 	scripts/quickstart.sh stop
 
-# ruff and mypy (configured in pyproject.toml; mypy is strict on the core packages), then every test tier.
+# ruff and mypy (configured in pyproject.toml; mypy is strict on the core packages), then every test tier, on
+# two pytest-xdist workers: one test file per unit of work, longest first (tests/conftest.py).
 test: setup system-deps lint
-	$(PY) -m pytest -q --durations=30
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=30
 
 lint: setup
 	$(PY) -m ruff check .

@@ -95,3 +95,51 @@ def tiny_multi_run(tiny_multi_corpora: Path, tmp_path_factory: pytest.TempPathFa
             for x in ("--set", f"{k}={json.dumps(v)}")]
     assert main(["train", "--corpora", str(tiny_multi_corpora), "--out", str(out), "--quiet", *sets]) == 0
     return out
+
+
+
+# --- Parallel runs: `make test` runs `pytest -n 2 --dist loadfile` (pytest-xdist) ---------------------------
+# A unit of work for a worker is a test file, so a module's fixtures are built once, on one worker, except that
+# the files sharing the session Spark cluster (tests/spark/conftest.py) are one unit: the run starts one
+# cluster and never runs two Spark jobs on it at once. Units run longest first (their seconds in
+# tests/durations.json, refreshed with scripts/test_durations.py from a run's --junitxml), so the two workers
+# finish close together; a unit not listed there counts 0 s and runs last.
+# (Our own scheduler, not `--dist loadgroup`: xdist 3.8 groups by rewriting item._nodeid, which pytest 9.2
+# no longer reads, so loadgroup silently ran every test on its own.)
+SPARK_CLUSTER_FILES = frozenset({"tests/spark/test_spark_jobs.py", "tests/spark/test_spark_documents.py",
+                                 "tests/spark/test_spark_multi.py"})
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def work_unit(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    return "spark-cluster" if path in SPARK_CLUSTER_FILES else path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001,ANN201
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class UnitScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False  # keep our longest-first order (xdist would sort by test count)
+    return UnitScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    stray = sorted({i.nodeid.split("::", 1)[0] for i in items if "spark_cluster" in getattr(i, "fixturenames", ())}
+                   - SPARK_CLUSTER_FILES)
+    if stray:
+        raise pytest.UsageError(f"{stray} use the spark_cluster fixture: add them to SPARK_CLUSTER_FILES in "
+                                "tests/conftest.py so parallel runs keep one cluster and one Spark job at a time")
+    if not hasattr(config, "workerinput"):  # serial runs keep collection order
+        return
+    seconds: dict[str, float] = json.loads(DURATIONS.read_text(encoding="utf-8")) if DURATIONS.exists() else {}
+    units: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        units.setdefault(work_unit(item.nodeid), []).append(item)
+    order = sorted(units, key=lambda u: -seconds.get(u, 0.0))  # stable: ties keep collection order
+    items[:] = [item for unit in order for item in units[unit]]
