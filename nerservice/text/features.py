@@ -78,7 +78,8 @@ class EncodedCorpus:
         flat = np.fromiter((index.setdefault(tok, len(index)) for sent in sentences for tok in sent),
                            dtype=np.int64, count=int(self.offsets[-1]))
         words_id = vocabs.words.id
-        word_of = np.fromiter((words_id(normalize_word(tok)) for tok in index), dtype=np.int32, count=len(index))
+        norms = [normalize_word(tok) for tok in index]  # per distinct token, in first-occurrence order
+        word_of = np.fromiter((words_id(w) for w in norms), dtype=np.int32, count=len(index))
         types: dict[str, int] = {"": 0}
         type_of = np.fromiter((types.setdefault(clip_word(tok, max_word_length), len(types)) for tok in index),
                               dtype=np.int32, count=len(index))
@@ -96,8 +97,8 @@ class EncodedCorpus:
             self._encode_lm(sentences, vocabs.lm_chars)
         self.gazetteer_ids: np.ndarray | None = None
         if vocabs.gazetteer is not None:
-            self.gazetteer_ids = (vocabs.gazetteer.flat_ids(sentences) if gazetteer_ids is None
-                                  else np.asarray(gazetteer_ids, dtype=np.int32))
+            self.gazetteer_ids = (vocabs.gazetteer.ids_of_keys([norms[i] for i in flat], self.offsets.tolist())
+                                  if gazetteer_ids is None else np.asarray(gazetteer_ids, dtype=np.int32))
             if self.gazetteer_ids.size != self.offsets[-1]:
                 raise ValueError(f"{self.gazetteer_ids.size} gazetteer ids for {self.offsets[-1]} tokens")
         self.tag_ids: np.ndarray | None = None

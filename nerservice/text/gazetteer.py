@@ -76,6 +76,13 @@ class Gazetteer:
         ids = [x for tokens in sentences for x in self.token_ids(tokens)]
         return np.asarray(ids, dtype=np.int32)
 
+    def ids_of_keys(self, keys: Sequence[str], offsets: Sequence[int]) -> np.ndarray:
+        """``flat_ids`` from tokens already in ``normalize_word`` form, flat, sentence ``i`` at
+        ``keys[offsets[i]:offsets[i + 1]]``: ``EncodedCorpus`` normalises each distinct token once anyway."""
+        starts = self._starts
+        ids = [x for a, b in zip(offsets[:-1], offsets[1:]) for x in _match(keys[a:b], self.entries, starts)]
+        return np.asarray(ids, dtype=np.int32)
+
     def to_dict(self) -> dict[str, Any]:
         return {"version": GAZETTEER_VERSION, "types": list(self.types), "max_tokens": self.max_tokens,
                 "entries": [[list(k), v] for k, v in sorted(self.entries.items())]}
