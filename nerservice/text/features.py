@@ -66,7 +66,7 @@ class EncodedCorpus:
     def __init__(self, sentences: Sequence[Sequence[str]], vocabs: Vocabularies, *, max_word_length: int,
                  tags: Sequence[Sequence[str]] | None = None, gazetteer_ids: np.ndarray | None = None) -> None:
         """``gazetteer_ids``: every token's dictionary feature, flat, when the caller computed them (training
-        text: ``Gazetteer.jackknife_ids``); otherwise a model with a gazetteer matches ``vocabs.gazetteer``."""
+        text: ``GazetteerBuild.training_ids``); otherwise a model with a gazetteer matches ``vocabs.gazetteer``."""
         self.max_word_length = max_word_length
         self.lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
         self.offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
