@@ -32,6 +32,11 @@
 #   R: the four-corpus model (G's corpora.json and recipe) with the gazetteer, seeds 42/1/2, against P and Q's single
 #      models with it; beside it the final recipe (train+devel, fixed epochs = each seed's best epoch in P: 23/12/15,
 #      model-last) on NCBI-disease with the gazetteer (6 processes)
+# Session 10 (issue 14; `.devdata/h4` is built by `bench/gpu/make_devdata.py`):
+#   S: the default config itself (batch 32, lr 1e-3, the gazetteer: nothing but the corpus and the time cap) on BC2GM,
+#      seeds 42/1/2 — three processes only, so a batch-32 BC2GM run converges inside one call
+#   T: the default config on linnaeus (seeds 42/1/2) beside the product's final recipe (`nerservice train --final`,
+#      the default config) on NCBI-disease (seeds 42/1/2, each its own phase 1 and phase 2)
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
 # Wait for the runs by PID, never a bare `wait`: it also waits for the GPU monitor loop, which never ends, so the
 # results are never packed (session 6's call E lost its tar that way).
@@ -57,6 +62,19 @@ b128() {
     for c in "$@"; do
       timeout $timeout_s python3 bench/gpu/train_gpu.py --corpus $D/$c $V $B --set training.seed=$s --out /tmp/$tmp-$c-$s \
         --json-out $R/$c-$tag-$s.json > $R/$c-$tag-$s.log 2>&1 &
+      pids="$pids $!"
+    done
+  done
+  wait $pids
+}
+# The default config on CORPUS... for seeds $SEEDS (42/1/2), side by side: defaults TIMEOUT_S CAP_MIN TMP_PREFIX CORPUS...
+defaults() {
+  local timeout_s=$1 cap=$2 tmp=$3 pids="" s c; shift 3
+  for s in ${SEEDS:-42 1 2}; do
+    for c in "$@"; do
+      timeout $timeout_s python3 bench/gpu/train_gpu.py --corpus $D/$c $V --no-ceiling --no-inference \
+        --set training.max_minutes=$cap --set training.seed=$s --out /tmp/$tmp-$c-$s \
+        --json-out $R/$c-defaults-$s.json > $R/$c-defaults-$s.log 2>&1 &
       pids="$pids $!"
     done
   done
@@ -147,6 +165,18 @@ R)
     pids="$pids $!"
   done
   wait $pids ;;
+S)
+  defaults 575 7.9 s BC2GM ;;
+T)
+  defaults 570 7.5 t linnaeus & l=$!
+  for s in 42 1 2; do
+    C=$D/NCBI-disease
+    timeout 570 python3 -m nerservice.cli.main train --train $C/train.tsv --dev $C/devel.tsv --test $C/test.tsv $V \
+      --final --out /tmp/t-final-$s --no-resume --quiet --json --set training.seed=$s --set training.max_minutes=3.6 \
+      > $R/NCBI-disease-final-defaults-$s.json 2> $R/NCBI-disease-final-defaults-$s.err &
+    pids="${pids:-} $!"
+  done
+  wait $l $pids ;;
 esac
 kill $mon
 pack
