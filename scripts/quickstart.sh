@@ -11,7 +11,7 @@
 #   CORPUS_DIR    folder with train.tsv, dev.tsv (or devel.tsv) and test.tsv   [examples/demo-corpus]
 #                 (the public corpora's folders, e.g. NCBI-disease, have exactly these names)
 #   TRAIN, DEV, TEST   explicit corpus files instead (any format the core reads: IOB TSV, CoNLL)
-#   EPOCHS        training epochs [4: enough for the demo corpus; use 30+ on a real corpus]
+#   EPOCHS        training epochs [10: enough for the demo corpus at the default batch of 128 (4 gave dev F1 0.88, 10 gave 1.0); use 30+ on a real corpus]
 #   QUICKSTART_ENGINE  spark (spark_jobs/ on local Spark) | core (nerservice train) | auto [auto: spark
 #                 when spark_jobs/ and Java are there]
 #   MODEL_NAME    model store name [demo];  ALIAS  alias served by the API [production]
@@ -33,7 +33,7 @@ RUNS_DIR="${RUNS_DIR:-runs}"
 PORT="${PORT:-8000}"
 MODEL_NAME="${MODEL_NAME:-demo}"
 ALIAS="${ALIAS:-production}"
-EPOCHS="${EPOCHS:-4}"
+EPOCHS="${EPOCHS:-10}"
 READY_TIMEOUT="${READY_TIMEOUT:-180}"
 PID_FILE="$RUNS_DIR/api.pid"
 API_LOG="$RUNS_DIR/api.log"

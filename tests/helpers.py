@@ -152,8 +152,8 @@ TINY_OVERRIDES = {
     "model.char_embedding_dim": 12, "model.char_cnn_filters": 16, "model.char_lstm_units": 12,
     "model.word_embedding_dim": 32, "model.dense_units": 48, "model.lstm_units": 24, "model.lstm_layers": 2,
     "model.dropout": 0.2, "training.epochs": 12, "training.batch_size": 16, "training.patience": 2,
-    "training.learning_rate": 0.005, "training.seed": 3,
-    # Not the product defaults (GloVe vectors, averaging of the last 5 epochs): tiny fixtures stay fast and
+    "training.learning_rate": 0.005, "training.seed": 3, "training.warmup_epochs": 0,
+    # Not the product defaults (GloVe vectors, averaging of the last 5 epochs, a 2-epoch warm-up): tiny fixtures stay fast and
     # learn the demo corpus in a dozen epochs; the defaults have their own tests.
     "model.embeddings": [], "training.average_epochs": 0,
 }

@@ -35,8 +35,11 @@
 # Session 10 (issue 14; `.devdata/h4` is built by `bench/gpu/make_devdata.py`):
 #   S: the default config itself (batch 32, lr 1e-3, the gazetteer: nothing but the corpus and the time cap) on BC2GM,
 #      seeds 42/1/2 — three processes only, so a batch-32 BC2GM run converges inside one call
-#   T: the default config on linnaeus (seeds 42/1/2) beside the product's final recipe (`nerservice train --final`,
-#      the default config) on NCBI-disease (seeds 42/1/2, each its own phase 1 and phase 2)
+#   T: the default config on linnaeus and BC5CDR (seeds 42/1/2, six processes): with S, the batch-32 side of a
+#      same-backend comparison with session 9's b128 + gazetteer runs (P, Q) on dev
+#   U: the default config on NCBI-disease (seeds 42/1/2), the batch-32 side for the last corpus, beside the product's
+#      final recipe (`nerservice train --final`: phase 1 with early stopping, phase 2 on train+devel) on BC5CDR with
+#      the b128 recipe + gazetteer (seeds 42/1/2, each its own phase 1)
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
 # Wait for the runs by PID, never a bare `wait`: it also waits for the GPU monitor loop, which never ends, so the
 # results are never packed (session 6's call E lost its tar that way).
@@ -168,15 +171,18 @@ R)
 S)
   defaults 575 7.9 s BC2GM ;;
 T)
-  defaults 570 7.5 t linnaeus & l=$!
+  defaults 575 7.6 t linnaeus BC5CDR ;;
+U)
+  defaults 520 6.6 u NCBI-disease & n=$!
+  C=$D/BC5CDR
   for s in 42 1 2; do
-    C=$D/NCBI-disease
-    timeout 570 python3 -m nerservice.cli.main train --train $C/train.tsv --dev $C/devel.tsv --test $C/test.tsv $V \
-      --final --out /tmp/t-final-$s --no-resume --quiet --json --set training.seed=$s --set training.max_minutes=3.6 \
-      > $R/NCBI-disease-final-defaults-$s.json 2> $R/NCBI-disease-final-defaults-$s.err &
+    timeout 525 python3 -m nerservice.cli.main train --train $C/train.tsv --dev $C/devel.tsv --test $C/test.tsv $V \
+      --final --out /tmp/u-final-$s --no-resume --quiet --json --set training.seed=$s --set training.batch_size=128 \
+      --set training.learning_rate=0.004 --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 \
+      > $R/BC5CDR-final-b128-$s.json 2> $R/BC5CDR-final-b128-$s.log &
     pids="${pids:-} $!"
   done
-  wait $l $pids ;;
+  wait $n $pids ;;
 esac
 kill $mon
 pack

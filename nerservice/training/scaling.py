@@ -3,19 +3,21 @@
 Two modes (``spark_jobs/train.py --scaling``):
 
 ``fixed`` (the default)
-    The global batch stays ``training.batch_size``; N workers split every global batch (32/N sentences each
-    at the default 32). The trained model does not depend on N, but each worker's share shrinks while the
+    The global batch stays ``training.batch_size``; N workers split every global batch (128/N sentences each
+    at the default 128). The trained model does not depend on N, but each worker's share shrinks while the
     recurrent layers' sequential cost per step does not, so more workers buy little speed.
 ``grow``
     Every worker keeps a full per-worker batch of ``training.batch_size`` sentences: the global batch is
     ``N x batch_size``, an epoch has N times fewer steps, and the learning rate follows ``rule``:
     ``linear`` (lr x N, Goyal et al. 2017; the default) or ``sqrt`` (lr x sqrt(N), the rule derived for
-    Adam by Malladi et al. 2022), both with a gradual warm-up from the single-worker rate over the first
-    ``WARMUP_EPOCHS`` epochs. Measured on the H200 (BENCHMARKS.md, "How training scales"; synchronous data
-    parallelism over N workers computes exactly what one process computes on the N-times batch, so the
-    accuracy side was measured in one process per N): at equal epochs ``linear`` gave higher dev F1 than
-    ``sqrt`` at N = 4 and 8, hence the default. Only N <= 8 was measured; beyond that ``sqrt`` is the
-    cautious choice (Adam with lr 32e-3 at N = 32 was never tried).
+    Adam by Malladi et al. 2022), both with a gradual warm-up from the single-worker starting rate (the base
+    config's own warm-up start, ``warmup_start_factor`` x lr) over the first ``WARMUP_EPOCHS`` epochs (or the
+    base config's ``warmup_epochs``, if longer). Measured on the H200 (BENCHMARKS.md, "How training scales";
+    synchronous data parallelism over N workers computes exactly what one process computes on the N-times
+    batch, so the accuracy side was measured in one process per N): at equal epochs ``linear`` gave higher dev F1 than
+    ``sqrt`` at N = 4 and 8, hence the default. Those runs grew batch 32 at lr 1e-3, so global batches up to
+    256 at lr 8e-3 are measured ground: from today's default (128 at 4e-3) that is N <= 2 with ``linear``; beyond
+    it ``sqrt`` is the cautious choice (Adam at lr 16e-3 or more was never tried).
 
 The returned config is the one the workers train with and the one saved with the model, so a grown run's
 batch size and learning rate are on record; ``describe`` gives the job summary's ``scaling`` entry.
@@ -56,8 +58,9 @@ def scale_config(config: NerConfig, workers: int, mode: Mode = "fixed", rule: Ru
     return config.with_overrides({
         "training.batch_size": t.batch_size * workers,
         "training.learning_rate": t.learning_rate * factor,
-        "training.warmup_epochs": WARMUP_EPOCHS,
-        "training.warmup_start_factor": 1.0 / factor,
+        "training.warmup_epochs": max(WARMUP_EPOCHS, t.warmup_epochs),
+        # the grown run starts where one worker would start: its own warm-up start (1 when it has none)
+        "training.warmup_start_factor": (t.warmup_start_factor if t.warmup_epochs else 1.0) / factor,
     })
 
 
