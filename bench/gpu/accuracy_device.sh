@@ -33,13 +33,16 @@
 #      models with it; beside it the final recipe (train+devel, fixed epochs = each seed's best epoch in P: 23/12/15,
 #      model-last) on NCBI-disease with the gazetteer (6 processes)
 # Session 10 (issue 14; `.devdata/h4` is built by `bench/gpu/make_devdata.py`):
-#   S: the default config itself (batch 32, lr 1e-3, the gazetteer: nothing but the corpus and the time cap) on BC2GM,
-#      seeds 42/1/2 — three processes only, so a batch-32 BC2GM run converges inside one call
-#   T: the default config on linnaeus and BC5CDR (seeds 42/1/2, six processes): with S, the batch-32 side of a
+#   S: the default config of the time (batch 32, lr 1e-3, no warm-up, the gazetteer; pinned below by B32, since the
+#      defaults are batch 128 since this session) on BC2GM, seeds 42/1/2 — three processes only, so a batch-32 BC2GM
+#      run converges inside one call
+#   T: the same on linnaeus and BC5CDR (seeds 42/1/2, six processes): with S and U, the batch-32 side of a
 #      same-backend comparison with session 9's b128 + gazetteer runs (P, Q) on dev
-#   U: the default config on NCBI-disease (seeds 42/1/2), the batch-32 side for the last corpus, beside the product's
-#      final recipe (`nerservice train --final`: phase 1 with early stopping, phase 2 on train+devel) on BC5CDR with
-#      the b128 recipe + gazetteer (seeds 42/1/2, each its own phase 1)
+#   U: the same on NCBI-disease (seeds 42/1/2), beside the product's final recipe (`nerservice train --final`:
+#      phase 1 with early stopping, phase 2 on train+devel) on BC5CDR with the b128 recipe + gazetteer (today's
+#      defaults; seeds 42/1/2, each its own phase 1)
+# Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
+# the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
 # Wait for the runs by PID, never a bare `wait`: it also waits for the GPU monitor loop, which never ends, so the
 # results are never packed (session 6's call E lost its tar that way).
@@ -70,12 +73,14 @@ b128() {
   done
   wait $pids
 }
-# The default config on CORPUS... for seeds $SEEDS (42/1/2), side by side: defaults TIMEOUT_S CAP_MIN TMP_PREFIX CORPUS...
+# The batch-32 default config of sessions 4-9 (with session 9's gazetteer) on CORPUS... for seeds $SEEDS (42/1/2),
+# side by side: defaults TIMEOUT_S CAP_MIN TMP_PREFIX CORPUS...
+B32="--set training.batch_size=32 --set training.learning_rate=0.001 --set training.warmup_epochs=0 --set model.gazetteer=true"
 defaults() {
   local timeout_s=$1 cap=$2 tmp=$3 pids="" s c; shift 3
   for s in ${SEEDS:-42 1 2}; do
     for c in "$@"; do
-      timeout $timeout_s python3 bench/gpu/train_gpu.py --corpus $D/$c $V --no-ceiling --no-inference \
+      timeout $timeout_s python3 bench/gpu/train_gpu.py --corpus $D/$c $V --no-ceiling --no-inference $B32 \
         --set training.max_minutes=$cap --set training.seed=$s --out /tmp/$tmp-$c-$s \
         --json-out $R/$c-defaults-$s.json > $R/$c-defaults-$s.log 2>&1 &
       pids="$pids $!"
