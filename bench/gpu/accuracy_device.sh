@@ -59,35 +59,26 @@ pack() {  # every result file so far, into $OUT: the monitor calls it each minut
     | tar czf $OUT/res$CALL.tgz.tmp -T - && mv $OUT/res$CALL.tgz.tmp $OUT/res$CALL.tgz)
 }
 ( while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; pack; done ) & mon=$!
-# The b128 recipe on CORPUS... for seeds $SEEDS (42/1/2), side by side: b128 TIMEOUT_S CAP_MIN TMP_PREFIX RESULT_TAG "EXTRA" CORPUS...
-b128() {
-  local timeout_s=$1 cap=$2 tmp=$3 tag=$4 extra=$5 pids="" s c; shift 5
-  local B="--no-ceiling --no-inference --set training.batch_size=128 --set training.learning_rate=0.004"
-  B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=$cap $extra"
+# Trainings on CORPUS... for seeds $SEEDS (42/1/2), side by side, each with SETTINGS:
+#   run_seeds TIMEOUT_S CAP_MIN TMP_PREFIX RESULT_TAG "SETTINGS" CORPUS...
+run_seeds() {
+  local timeout_s=$1 cap=$2 tmp=$3 tag=$4 settings=$5 pids="" s c; shift 5
   for s in ${SEEDS:-42 1 2}; do
     for c in "$@"; do
-      timeout $timeout_s python3 bench/gpu/train_gpu.py --corpus $D/$c $V $B --set training.seed=$s --out /tmp/$tmp-$c-$s \
+      timeout $timeout_s python3 bench/gpu/train_gpu.py --corpus $D/$c $V --no-ceiling --no-inference $settings \
+        --set training.max_minutes=$cap --set training.seed=$s --out /tmp/$tmp-$c-$s \
         --json-out $R/$c-$tag-$s.json > $R/$c-$tag-$s.log 2>&1 &
       pids="$pids $!"
     done
   done
   wait $pids
 }
-# The batch-32 default config of sessions 4-9 (with session 9's gazetteer) on CORPUS... for seeds $SEEDS (42/1/2),
-# side by side: defaults TIMEOUT_S CAP_MIN TMP_PREFIX CORPUS...
+# The b128 recipe (today's default batch, rate and warm-up) + EXTRA: b128 TIMEOUT_S CAP_MIN TMP_PREFIX RESULT_TAG "EXTRA" CORPUS...
+B128="--set training.batch_size=128 --set training.learning_rate=0.004 --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25"
+b128() { local t=$1 cap=$2 tmp=$3 tag=$4 extra=$5; shift 5; run_seeds $t $cap $tmp $tag "$B128 $extra" "$@"; }
+# The batch-32 default config of sessions 4-9 (with session 9's gazetteer): defaults TIMEOUT_S CAP_MIN TMP_PREFIX CORPUS...
 B32="--set training.batch_size=32 --set training.learning_rate=0.001 --set training.warmup_epochs=0 --set model.gazetteer=true"
-defaults() {
-  local timeout_s=$1 cap=$2 tmp=$3 pids="" s c; shift 3
-  for s in ${SEEDS:-42 1 2}; do
-    for c in "$@"; do
-      timeout $timeout_s python3 bench/gpu/train_gpu.py --corpus $D/$c $V --no-ceiling --no-inference $B32 \
-        --set training.max_minutes=$cap --set training.seed=$s --out /tmp/$tmp-$c-$s \
-        --json-out $R/$c-defaults-$s.json > $R/$c-defaults-$s.log 2>&1 &
-      pids="$pids $!"
-    done
-  done
-  wait $pids
-}
+defaults() { local t=$1 cap=$2 tmp=$3; shift 3; run_seeds $t $cap $tmp defaults "$B32" "$@"; }
 case $1 in
 B)
   runs=()
@@ -129,7 +120,7 @@ E)
   done
   wait $pids ;;
 F)
-  b128 565 7.2 f b128 "" BC2GM linnaeus BC5CDR ;;
+  b128 565 7.2 f b128 "--set model.gazetteer=false" BC2GM linnaeus BC5CDR ;;
 G)
   B="--set training.batch_size=128 --set training.learning_rate=0.004"
   B="$B --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 --set training.max_minutes=7.2"
@@ -155,7 +146,7 @@ P)
   b128 565 7.2 p gaz "--set model.gazetteer=true" NCBI-disease BC5CDR linnaeus ;;
 Q)
   b128 565 7.2 q gaz "--set model.gazetteer=true" BC2GM & g=$!
-  b128 565 7.2 q0 b128 "" BC2GM & b=$!
+  b128 565 7.2 q0 b128 "--set model.gazetteer=false" BC2GM & b=$!
   wait $g $b ;;
 R)
   B="--set training.batch_size=128 --set training.learning_rate=0.004 --set model.gazetteer=true"
@@ -182,8 +173,7 @@ U)
   C=$D/BC5CDR
   for s in 42 1 2; do
     timeout 525 python3 -m nerservice.cli.main train --train $C/train.tsv --dev $C/devel.tsv --test $C/test.tsv $V \
-      --final --out /tmp/u-final-$s --no-resume --quiet --json --set training.seed=$s --set training.batch_size=128 \
-      --set training.learning_rate=0.004 --set training.warmup_epochs=2 --set training.warmup_start_factor=0.25 \
+      --final --out /tmp/u-final-$s --no-resume --quiet --json --set training.seed=$s $B128 \
       > $R/BC5CDR-final-b128-$s.json 2> $R/BC5CDR-final-b128-$s.log &
     pids="${pids:-} $!"
   done
