@@ -41,6 +41,10 @@
 #   U: the same on NCBI-disease (seeds 42/1/2), beside the product's final recipe (`nerservice train --final`:
 #      phase 1 with early stopping, phase 2 on train+devel) on BC5CDR with the b128 recipe + gazetteer (today's
 #      defaults; seeds 42/1/2, each its own phase 1)
+# Session 11 (issue 14, the multi-corpus target: BC2GM and NCBI-disease were below their single models in R):
+#   V: two four-corpus variants of R (today's defaults = R's recipe), seeds 42/1/2, six processes: a wider shared
+#      encoder (`model.lstm_units=256`: four corpora share what one has alone) and corpus weights (`weight` 2 for
+#      BC2GM and NCBI-disease in the corpora config: two passes over each per epoch, corpora-w.json)
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -79,6 +83,21 @@ b128() { local t=$1 cap=$2 tmp=$3 tag=$4 extra=$5; shift 5; run_seeds $t $cap $t
 # The batch-32 default config of sessions 4-9 (with session 9's gazetteer): defaults TIMEOUT_S CAP_MIN TMP_PREFIX CORPUS...
 B32="--set training.batch_size=32 --set training.learning_rate=0.001 --set training.warmup_epochs=0 --set model.gazetteer=true"
 defaults() { local t=$1 cap=$2 tmp=$3; shift 3; run_seeds $t $cap $tmp defaults "$B32" "$@"; }
+# The four-corpus model, today's defaults + SETTINGS: multi TIMEOUT_S CAP_MIN TAG CORPORA_JSON "SETTINGS"
+multi() {
+  local t=$1 cap=$2 tag=$3 cj=$4 settings=$5 pids="" s
+  for s in ${SEEDS:-42 1 2}; do
+    timeout $t python3 bench/gpu/multi_corpus.py --one multi --seed $s --corpora $cj $V $settings \
+      --set training.max_minutes=$cap --out /tmp/multi-$tag-$s --json-out $R/multi4-$tag-$s.json > $R/multi4-$tag-$s.log 2>&1 &
+    pids="$pids $!"
+  done
+  wait $pids
+}
+# corpora.json with a weight per corpus: weighted NAME=W... > FILE
+weighted() {
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); w = dict(a.split("=") for a in sys.argv[2:]);
+[c.update(weight=float(w[c["name"]])) for c in d["corpora"] if c["name"] in w]; print(json.dumps(d))' $D/corpora.json "$@"
+}
 case $1 in
 B)
   runs=()
@@ -178,6 +197,11 @@ U)
     pids="${pids:-} $!"
   done
   wait $n $pids ;;
+V)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  multi 570 7.4 u256 $D/corpora.json "--set model.lstm_units=256" & a=$!
+  multi 570 7.4 w2 $D/corpora-w.json "" & b=$!
+  wait $a $b ;;
 esac
 kill $mon
 pack

@@ -230,7 +230,7 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
         if corpora_config.batching == "per-corpus":
             bounds = np.cumsum([0] + [len(c.train) for c in corpora])
             plan = corpus_plan([np.arange(a, b) for a, b in zip(bounds[:-1], bounds[1:])], np.array(lengths),
-                               config, 0, spec.world)
+                               config, 0, spec.world, corpora_config.weights)
     else:
         train_s, dev_s = sentences_from_rows(data["train"]), sentences_from_rows(data["dev"])
         # train_on_dev/keep/recipe: the final-model recipe's phase 2 (training/recipes.py)

@@ -18,6 +18,11 @@ that would silently merge two types the corpus keeps apart (``LabelMapError``).
 ``batching``: "per-corpus" (every batch holds sentences of one corpus; the batches of all corpora are
 shuffled together, so each corpus is sampled in proportion to its size) or "mixed" (length-bucketed
 batches over the union of the corpora).
+
+``weight`` (per corpus, default 1; per-corpus batching only): how many passes over that corpus one epoch
+makes, relative to its size. 2 gives a corpus twice its share of the updates (two passes, each shuffled
+on its own); 0.5 half (a different half of its batches each epoch). It is the lever against one corpus
+losing to the others in the shared encoder (BENCHMARKS.md, "Multi-corpus model").
 """
 from __future__ import annotations
 
@@ -46,6 +51,8 @@ class CorpusSpec(_Strict):
     format: Literal["auto", "tsv", "conll", "pubtator", "bioc-xml", "bioc-json", "brat", "jsonl"] = "auto"
     scheme: Literal["auto", "iob1", "iob2", "iobes"] = "auto"
     label_map: dict[str, str] = Field(default_factory=dict)
+    # passes over this corpus per epoch (per-corpus batching); bounded so one config cannot ask for 1000s
+    weight: float = Field(1.0, gt=0.0, le=8.0)
     # document formats only: sentence and token modes of nerservice.documents.ConvertOptions
     sentences: Literal["split", "lines"] = "split"
     tokens: Literal["words", "whitespace"] = "words"
@@ -65,6 +72,10 @@ class CorporaConfig(_Strict):
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.corpora]
+
+    @property
+    def weights(self) -> list[float]:
+        return [c.weight for c in self.corpora]
 
     @classmethod
     def from_dict(cls, data: Any, *, base_dir: str | Path | None = None, where: str = "corpora config",
@@ -102,6 +113,9 @@ class CorporaConfig(_Strict):
     def check(self, *, files: bool = True) -> None:
         """Everything that can be said before a corpus is read: unique names, existing split files, and
         label maps that do not collide among their own targets."""
+        if self.batching != "per-corpus" and any(c.weight != 1.0 for c in self.corpora):
+            raise ConfigError("corpus weights need per-corpus batching",
+                              hint='set "batching": "per-corpus" or drop the weights')
         seen: set[str] = set()
         for c in self.corpora:
             if c.name.lower() in seen:  # names become folder names and metric keys: case-insensitive

@@ -38,16 +38,24 @@ OVERLAP_RULE = "highest-mean-marginal, then longest, then corpus order, then sta
 
 
 def corpus_plan(groups: Sequence[np.ndarray], lengths: np.ndarray, config: NerConfig, epoch: int,
-                world: int = 1) -> list[np.ndarray]:
+                world: int = 1, weights: Sequence[float] | None = None) -> list[np.ndarray]:
     """Global batches of one epoch, each inside one corpus (``groups``: each corpus's sentence indices),
-    the batches of every corpus shuffled together: a corpus is sampled in proportion to its size.
-    Identical on every worker (seeds from the config)."""
+    the batches of every corpus shuffled together: a corpus is sampled in proportion to its size times
+    its weight (``CorpusSpec.weight``: whole passes, each shuffled on its own, then a seeded share of one
+    more). Identical on every worker (seeds from the config)."""
     t = config.training
     batches: list[np.ndarray] = []
     for c, idx in enumerate(groups):
-        for b in bucketed_batches(lengths[idx], batch_size=t.batch_size, bucket_size=t.bucket_size,
-                                  seed=t.seed + epoch + 7919 * (c + 1)):
-            batches.append(idx[b])
+        weight = 1.0 if weights is None else float(weights[c])
+        passes, part = int(weight), weight - int(weight)
+        for p in range(passes + (part > 0)):
+            seed = t.seed + epoch + 7919 * (c + 1) + 104729 * p  # pass 0 = the unweighted plan
+            these = [idx[b] for b in bucketed_batches(lengths[idx], batch_size=t.batch_size,
+                                                       bucket_size=t.bucket_size, seed=seed)]
+            if p == passes:  # the fractional pass: a seeded share of this corpus's batches
+                keep = max(1, round(part * len(these)))
+                these = [these[i] for i in np.sort(np.random.default_rng(seed).permutation(len(these))[:keep])]
+            batches.extend(these)
     order = np.random.default_rng(t.seed + epoch).permutation(len(batches))
     return [batches[i] for i in order if len(batches[i]) >= world]
 
@@ -103,7 +111,7 @@ def train_multi(
     plan_fn = None
     if corpora_config.batching == "per-corpus":
         def plan_fn(epoch: int) -> list[np.ndarray]:
-            return corpus_plan(groups, lengths, config, epoch, world)
+            return corpus_plan(groups, lengths, config, epoch, world, corpora_config.weights)
 
     chief = rank == 0
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()

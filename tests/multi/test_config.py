@@ -94,3 +94,15 @@ def test_bad_input_from_the_cli_writes_nothing(corpora_file: Path, tmp_path: Pat
     out = tmp_path / "run"
     assert main(["train", "--corpora", str(corpora_file), "--out", str(out), "--quiet"]) == 2
     assert not out.exists()
+
+
+def test_corpus_weights_are_bounded_and_need_per_corpus_batching(corpora_file: Path) -> None:
+    edit(corpora_file, lambda d: d["corpora"][1].update(weight=2.5))
+    assert CorporaConfig.load(corpora_file).weights == [1.0, 2.5]
+    for bad in (0, -1, 9):
+        edit(corpora_file, lambda d: d["corpora"][1].update(weight=bad))
+        with pytest.raises(ConfigError, match=r"corpora\.1\.weight"):
+            CorporaConfig.load(corpora_file)
+    edit(corpora_file, lambda d: (d["corpora"][1].update(weight=2), d.update(batching="mixed")))
+    with pytest.raises(ConfigError, match="per-corpus batching"):
+        CorporaConfig.load(corpora_file)

@@ -139,3 +139,26 @@ def test_a_multi_corpus_model_exports_and_serves_on_onnx_runtime(multi_run: Path
     got, want = onnx.extract_one(TEXT), keras.extract_one(TEXT)
     assert [(e.start, e.end, e.label) for e in got] == [(e.start, e.end, e.label) for e in want]
     assert [e.score for e in got] == pytest.approx([e.score for e in want], abs=1e-4)
+
+
+def test_corpus_weights_give_a_corpus_whole_passes_and_shares_of_one() -> None:
+    from collections import Counter
+
+    from nerservice.config import NerConfig
+    from nerservice.multi.trainer import corpus_plan
+
+    groups = [np.arange(0, 300), np.arange(300, 400)]
+    lengths = np.random.default_rng(0).integers(1, 40, 400)
+    config = NerConfig().with_overrides({"training.batch_size": 10})
+    plain = corpus_plan(groups, lengths, config, epoch=3)
+    assert [b.tolist() for b in corpus_plan(groups, lengths, config, 3, weights=[1.0, 1.0])] == \
+        [b.tolist() for b in plain]  # weight 1 is the unweighted plan, batch for batch
+    plan = corpus_plan(groups, lengths, config, epoch=3, weights=[0.5, 2.0])
+    seen = Counter(np.concatenate(plan).tolist())
+    assert all(seen[i] == 2 for i in range(300, 400))  # two whole passes over the second corpus
+    firsts = [i for i in range(300) if seen[i]]
+    assert all(seen[i] == 1 for i in firsts) and 140 <= len(firsts) <= 160  # half of the first corpus's batches
+    second = [b for b in plan if (b >= 300).all()]
+    assert len(second) == 20 and [b.tolist() for b in second[:10]] != [b.tolist() for b in second[10:]]
+    other_epoch = corpus_plan(groups, lengths, config, epoch=4, weights=[0.5, 2.0])
+    assert {i for b in other_epoch for i in b.tolist() if i < 300} != set(firsts)  # another half next epoch
