@@ -45,6 +45,7 @@
 #   V: two four-corpus variants of R (today's defaults = R's recipe), seeds 42/1/2, six processes: a wider shared
 #      encoder (`model.lstm_units=256`: four corpora share what one has alone) and corpus weights (`weight` 2 for
 #      BC2GM and NCBI-disease in the corpora config: two passes over each per epoch, corpora-w.json)
+#   W: V's corpus weights alone (three processes, so the runs get ~2x the steps of V's: V cut them at epoch 9)
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -202,6 +203,9 @@ V)
   multi 570 7.4 u256 $D/corpora.json "--set model.lstm_units=256" & a=$!
   multi 570 7.4 w2 $D/corpora-w.json "" & b=$!
   wait $a $b ;;
+W)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  multi 575 7.7 w2 $D/corpora-w.json "" ;;
 esac
 kill $mon
 pack
