@@ -46,6 +46,8 @@
 #      encoder (`model.lstm_units=256`: four corpora share what one has alone) and corpus weights (`weight` 2 for
 #      BC2GM and NCBI-disease in the corpora config: two passes over each per epoch, corpora-w.json)
 #   W: V's corpus weights alone (three processes, so the runs get ~2x the steps of V's: V cut them at epoch 9)
+#   X: the final recipe's phase 2 for W's model (`multi_corpus.py --final-epochs E`: every corpus on train + devel,
+#      E = the seed's best epoch in W, model-last), seed 1 only (E = 14): the last 7.7 device minutes of the session
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -206,6 +208,10 @@ V)
 W)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
   multi 575 7.7 w2 $D/corpora-w.json "" ;;
+X)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  timeout 330 python3 bench/gpu/multi_corpus.py --one multi --seed 1 --final-epochs 14 --corpora $D/corpora-w.json $V \
+    --set training.max_minutes=4.3 --out /tmp/multi-final-1 --json-out $R/multi4-w2-final-1.json > $R/multi4-w2-final-1.log 2>&1 ;;
 esac
 kill $mon
 pack

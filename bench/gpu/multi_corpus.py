@@ -11,6 +11,8 @@ for the multi model).
         --seeds 42 1 2 [--mixed-seeds 42] --set training.batch_size=64 ... --json-out RESULT.json
 
 One run alone: ``--one single:NAME`` / ``--one multi`` / ``--one mixed`` (what the launcher starts).
+``--one multi --final-epochs E``: the final recipe's phase 2 alone, E epochs chosen elsewhere on dev (a
+phase 1 run's best epoch): every corpus trains on train + dev, model-last is kept and evaluated on test.
 Speed figures of runs sharing a GPU are not benchmarks; F1 is what this is for.
 """
 from __future__ import annotations
@@ -50,8 +52,17 @@ def run_one(args: argparse.Namespace) -> dict:
 
         if kind == "mixed":
             cc = cc.model_copy(update={"batching": "mixed"})
+        final: dict = {}
+        if args.final_epochs:  # the final recipe's phase 2 (what `nerservice train --corpora --final` runs second)
+            from nerservice.multi.corpora import with_dev_in_train
+            from nerservice.training.recipes import phase2_config
+
+            corpora = with_dev_in_train(corpora)
+            config = phase2_config(config, args.final_epochs, args.seed)
+            final = {"keep": "last", "recipe": {"name": "final", "phase": 2,
+                                                "phase2": {"epochs": args.final_epochs, "train": "train + dev"}}}
         o = train_multi(config, cc, corpora, embeddings=args.embeddings, out_dir=out, resume=False, progress=False,
-                        callbacks=[partial])
+                        callbacks=[partial], **final)
         per = {c: {"dev_f1": o.dev["per_corpus"][c]["micro"]["f1"],
                    "test_f1": o.test["per_corpus"][c]["micro"]["f1"] if o.test else None} for c in cc.names}
     return {"run": args.one, "seed": args.seed, "per_corpus": per, "best_epoch": o.best_epoch,
@@ -160,6 +171,7 @@ def main() -> None:
     ap.add_argument("--log-dir", default="/tmp/multi-bench/logs")
     ap.add_argument("--one")
     ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--final-epochs", type=int, default=0, help="with --one multi: the final recipe's phase 2")
     ap.add_argument("--out")
     ap.add_argument("--json-out")
     args = ap.parse_args()

@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--final", action="store_true", help="final-model recipe: phase 1 trains on --train with early "
                    "stopping on --dev to find the epoch count E (OUT/phase1), phase 2 trains a fresh model on "
                    "train + dev for exactly E epochs and keeps OUT/model-last (no selection on dev, which is then "
-                   "training data); both phases are recorded in its lineage.json")
+                   "training data); both phases are recorded in its lineage.json. With --corpora: E by the mean "
+                   "dev F1 over the corpora, and phase 2 trains every corpus on its train + dev")
     p.add_argument("--seeds", type=int, default=1, metavar="N", help="train N models (seeds S..S+N-1, S = "
                    "training.seed; with --final phase 1 runs once) into OUT/seed-S and save them as one ensemble "
                    "folder OUT/ensemble, evaluated on dev and test")
@@ -77,9 +78,15 @@ def run(args: argparse.Namespace) -> int:
     if args.print_config:
         print(config.to_json())
         return 0
+    if args.promote and args.final:
+        raise ConfigError("--promote with --final: the final model's dev F1 is a training-set figure, so it "
+                          "cannot be compared with the alias holder's",
+                          hint="promote it by hand: nerservice models promote")
     if args.corpora:
-        if args.final or args.seeds != 1:
-            raise ConfigError("--final and --seeds train single-corpus models; not with --corpora (yet)")
+        if args.seeds != 1:
+            raise ConfigError("--seeds trains single-corpus ensembles; not with --corpora (yet)",
+                              hint="train the members one by one with --set training.seed=S, then "
+                              "nerservice ensemble")
         return run_multi(args, config)
     if not (args.train and args.dev):
         raise ConfigError("train needs --train and --dev (or --corpora)")
@@ -88,10 +95,6 @@ def run(args: argparse.Namespace) -> int:
     if args.register and args.seeds > 1:
         raise ConfigError("--register with --seeds: register the ensemble when it is written",
                           hint="nerservice models register NAME OUT/ensemble")
-    if args.promote and args.final:
-        raise ConfigError("--promote with --final: the final model's dev F1 is a training-set figure, so it "
-                          "cannot be compared with the alias holder's",
-                          hint="promote it by hand: nerservice models promote")
     from nerservice.training.recipes import core_runner, run_recipe, save_evaluated_ensemble
 
     train_c, dev_c = read(args.train, args), read(args.dev, args)
@@ -160,7 +163,7 @@ def run_multi(args: argparse.Namespace, config: Any) -> int:
     from nerservice.errors import ConfigError
     from nerservice.multi.config import CorporaConfig
     from nerservice.multi.corpora import read_corpora
-    from nerservice.multi.trainer import train_multi
+    from nerservice.multi.trainer import multi_runner, train_multi
 
     if args.train or args.dev or args.test:
         raise ConfigError("--corpora names every split itself; drop --train/--dev/--test")
@@ -174,11 +177,38 @@ def run_multi(args: argparse.Namespace, config: Any) -> int:
 
         use_data_parallel(args.data_parallel)
     callbacks = store_callbacks(args, config)
+    sources = {"corpora": args.corpora, "embeddings": config.model.embeddings}
+    if args.final:
+        return final_multi(args, config, multi_runner(
+            corpora_config, corpora, sources=sources, resume=not args.no_resume, progress=not args.quiet,
+            callbacks_for=lambda req: callbacks if req.keep == "last" else ()))  # the store sees the kept model
     outcome = train_multi(config, corpora_config, corpora, embeddings=config.model.embeddings, out_dir=args.out,
-                          sources={"corpora": args.corpora, "embeddings": config.model.embeddings}, callbacks=callbacks,
-                          resume=not args.no_resume, progress=not args.quiet)
+                          sources=sources, callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet)
     promote(args, callbacks)
     return report(args, outcome, print_corpus_scores)
+
+
+def final_multi(args: argparse.Namespace, config: Any, runner: Any) -> int:
+    """``--final --corpora``: phase 1 picks the epoch count by the mean dev F1 over the corpora, phase 2
+    trains every corpus on train + dev for that many epochs (``training/recipes.py``)."""
+    from nerservice.training.recipes import run_recipe
+
+    result = run_recipe(runner, config, args.out, final=True)
+    last = result.runs[-1]
+    if args.json:
+        print(json.dumps({"dev": last.dev, "test": last.test, "best_epoch": last.best_epoch,
+                          "model_dir": str(result.model_dir), "recipe": result.record,
+                          "minutes": round(result.seconds / 60, 2)}, indent=2))
+        return 0
+    for r in result.runs:
+        print(f"\n{r.model_dir}: stopped by {r.stopped_reason} after {r.epochs_run} epochs; kept epoch "
+              f"{r.best_epoch}; {r.seconds / 60:.1f} min")
+    print("(--final: dev is training data for the final model: its dev figures are training-set figures)")
+    print_corpus_scores("dev (final model)", last.dev)
+    if last.test:
+        print_corpus_scores("test (final model)", last.test)
+    print(f"\nmodel: {result.model_dir}")
+    return 0
 
 
 def report(args: argparse.Namespace, outcome: Any, print_metrics: Any) -> int:

@@ -37,7 +37,6 @@ SPLITS = ("train", "dev", "test")
 ROW_COLUMNS = ("tokens", "tags", "file", "line")
 
 # Like `nerservice train`, which refuses --final with --corpora.
-MULTI_FINAL = "--final trains single-corpus models; not on a multi-corpus data folder (it holds corpora.json)"
 
 
 def local_out_dir(out: str) -> Path:
@@ -120,8 +119,6 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
     out.mkdir(parents=True, exist_ok=True)
     corpora: CorporaConfig | None = None
     if hadoopfs.exists(spark, hadoopfs.join(data_dir, CORPORA_FILE)):  # one model, one head per corpus
-        if train_on_dev or keep != "best":  # the multi-corpus worker trains on train and keeps model-best
-            raise ConfigError(MULTI_FINAL, hint="train the multi-corpus model without --final")
         corpora, per_corpus = read_multi(spark, data_dir)
         data: Any = per_corpus
     else:
@@ -209,9 +206,6 @@ def spark_runner(spark: Any, *, data_dir: str, world: int, register: str | None 
     """Each run of a recipe (``training/recipes.py``, e.g. ``--final``) as one barrier stage of ``world``
     workers; ``options`` are ``run_training``'s (embeddings, resume, backend, scaling, ...).  With ``final``
     only the kept model (phase 2) is registered."""
-
-    if final and hadoopfs.exists(spark, hadoopfs.join(data_dir, CORPORA_FILE)):
-        raise ConfigError(MULTI_FINAL, hint="train the multi-corpus model without --final")
 
     def run(req: RunRequest) -> RunSummary:
         name = register if not final or req.keep == "last" else None

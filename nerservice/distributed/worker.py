@@ -220,11 +220,15 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
     if spec.corpora is not None:
         from nerservice.distributed.multi_corpora import corpora_from_rows
         from nerservice.multi.config import CorporaConfig
+        from nerservice.multi.corpora import with_dev_in_train
         from nerservice.multi.trainer import corpus_plan, train_multi
 
         corpora_config = CorporaConfig.from_dict(spec.corpora, files=False)
         corpora = corpora_from_rows(corpora_config, data)
-        outcome = train_multi(config, corpora_config, corpora, **common)
+        if spec.train_on_dev:  # the final-model recipe's phase 2: every corpus on its train + dev
+            corpora = with_dev_in_train(corpora)
+        outcome = train_multi(config, corpora_config, corpora, keep="last" if spec.keep == "last" else "best",
+                              recipe=spec.recipe, **common)
         lengths = [len(s.tokens) for c in corpora for s in c.train]
         plan = None
         if corpora_config.batching == "per-corpus":

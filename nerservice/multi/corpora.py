@@ -33,6 +33,12 @@ class CorpusSplits:
         return sorted({t[2:] for s in self.labelled() for t in s.tags if t != "O"})
 
 
+def with_dev_in_train(corpora: Sequence[CorpusSplits]) -> list[CorpusSplits]:
+    """The final-model recipe's phase 2 (``training/recipes.py``): every corpus trains on train + dev; dev
+    stays the evaluation set (then a training-set figure)."""
+    return [CorpusSplits(c.name, [*c.train, *c.dev], c.dev, c.test) for c in corpora]
+
+
 def relabel(sentences: Sequence[Sentence], spec: CorpusSpec) -> list[Sentence]:
     if not spec.label_map:
         return list(sentences)

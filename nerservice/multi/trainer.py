@@ -11,9 +11,9 @@ overlap rule).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from nerservice.artifacts.layout import CHECKPOINT
 from nerservice.config import NerConfig
 from nerservice.model.batching import bucketed_batches
 from nerservice.multi.config import CorporaConfig
-from nerservice.multi.corpora import CorpusSplits, namespaced, tag_vocabulary
+from nerservice.multi.corpora import CorpusSplits, namespaced, tag_vocabulary, with_dev_in_train
 from nerservice.multi.evaluation import evaluate_heads
 from nerservice.text.vocab import HEAD_SEP, Vocabularies
 from nerservice.training.trainer import (
@@ -33,6 +33,9 @@ from nerservice.training.trainer import (
     vocabularies_with_vectors,
     with_gazetteer,
 )
+
+if TYPE_CHECKING:
+    from nerservice.training.recipes import Runner, RunRequest
 
 OVERLAP_RULE = "highest-mean-marginal, then longest, then corpus order, then start"  # nerservice/model/heads.py
 
@@ -78,8 +81,11 @@ def train_multi(
     strategy: Any = None,
     rank: int = 0,
     world: int = 1,
+    keep: Literal["best", "last"] = "best",
+    recipe: dict[str, Any] | None = None,
 ) -> TrainOutcome:
-    """Train one model on ``corpora`` (from ``read_corpora``); same distributed contract as ``train``."""
+    """Train one model on ``corpora`` (from ``read_corpora``); same distributed contract as ``train``, and
+    the same ``keep``/``recipe`` (the final-model recipe's phase 2 passes corpora ``with_dev_in_train``)."""
     from nerservice import backend
     from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
     from nerservice.charlm.attach import lm_arguments, resolve_char_lm
@@ -126,11 +132,11 @@ def train_multi(
         corpora={f"{c.name}/{split}": part for c in corpora
                  for split, part in (("train", c.train), ("dev", c.dev), ("test", c.test)) if part},
         config_hash=config.fingerprint(), sources=sources or {}, backend=backend.current(),
-        extra={"vocab": vocab_stats, "corpora": corpora_config.names,
+        extra={"vocab": vocab_stats, "corpora": corpora_config.names, **({"recipe": recipe} if recipe else {}),
                **({"char_lm": char_lm_record} if char_lm_record else {})})
     dev_sets = {c.name: c.dev for c in corpora}
     checkpointer = Checkpointer(out, vocabs=vocabs, config=config, lineage=lineage, enabled=chief, fmt=MULTI_FORMAT,
-                                extra_files={MULTI: multi_manifest(corpora_config)})
+                                extra_files={MULTI: multi_manifest(corpora_config)}, keep=keep)
     state = checkpointer.resume(model, step.optimizer) if resume else None
     if state is not None:
         step.reload_from_model()
@@ -145,7 +151,8 @@ def train_multi(
         if chief:
             for cb in callbacks:
                 cb.on_epoch(record, is_best)
-    outcome = TrainOutcome(out_dir=out, best_dir=checkpointer.best_dir, best_epoch=loop.state.best_epoch,
+    best_epoch = loop.state.epoch if keep == "last" else loop.state.best_epoch  # the epoch of the kept model
+    outcome = TrainOutcome(out_dir=out, best_dir=checkpointer.best_dir, best_epoch=best_epoch,
                            dev=loop.last_dev, test=None, history=loop.state.history,
                            stopped_reason=loop.stopped_reason, seconds=loop.seconds, lineage=lineage,
                            vocab_stats=vocab_stats, model=model, step_stats=step.stats(),
@@ -157,10 +164,29 @@ def train_multi(
     tests = {c.name: c.test for c in corpora if c.test}
     outcome.test = (evaluate_heads(best.predictor(batch_size=config.training.eval_batch_size), tests)
                     if tests else None)
-    metrics = {"dev": outcome.dev, "epoch": loop.state.best_epoch}
+    metrics = {"dev": outcome.dev, "epoch": best_epoch}
     if outcome.test is not None:
         metrics["test"] = outcome.test
     checkpointer.finish(best, loop.state, metrics)
     for cb in callbacks:
         cb.on_end(outcome)
     return outcome
+
+
+def multi_runner(corpora_config: CorporaConfig, corpora: Sequence[CorpusSplits], *, sources: dict[str, Any],
+                 resume: bool, progress: bool,
+                 callbacks_for: Callable[[RunRequest], Sequence[TrainCallback]] = lambda _: ()) -> Runner:
+    """``training.recipes.core_runner`` for a multi-corpus model: each run of a recipe (``--final``) in
+    this process; phase 2 trains every corpus on its train + dev."""
+    from nerservice.training.recipes import RunSummary
+
+    def run(req: RunRequest) -> RunSummary:
+        outcome = train_multi(req.config, corpora_config, with_dev_in_train(corpora) if req.train_on_dev else corpora,
+                              embeddings=req.config.model.embeddings, out_dir=req.out_dir, sources=sources,
+                              callbacks=callbacks_for(req), resume=resume, progress=progress, keep=req.keep,
+                              recipe=req.recipe)
+        return RunSummary(model_dir=outcome.best_dir, best_epoch=outcome.best_epoch, epochs_run=len(outcome.history),
+                          stopped_reason=outcome.stopped_reason, seconds=outcome.seconds, dev=outcome.dev,
+                          test=outcome.test)
+
+    return run

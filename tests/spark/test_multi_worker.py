@@ -25,6 +25,9 @@ def test_two_workers_train_one_multi_corpus_model(tmp_path: Path) -> None:
     from nerservice.multi.config import CorporaConfig
 
     config_file = write_two_corpora(tmp_path / "c", sizes=(64, 16, 16))
+    edited = json.loads(config_file.read_text())
+    edited["corpora"][1]["weight"] = 2.0  # two passes over "chem" per epoch: the workers share one weighted plan
+    config_file.write_text(json.dumps(edited))
     corpora = CorporaConfig.load(config_file)
     data = {spec.name: {split: _rows(read_corpus(path).sentences) for split, path in spec.paths().items()}
             for spec in corpora.corpora}
@@ -41,7 +44,7 @@ def test_two_workers_train_one_multi_corpus_model(tmp_path: Path) -> None:
     # Each worker trained half of every global batch, and every batch came from one corpus.
     assert two[0]["shard_epoch1"]["steps"] == one[0]["shard_epoch1"]["steps"]
     assert two[0]["shard_epoch1"]["sentences"] + two[1]["shard_epoch1"]["sentences"] == \
-        one[0]["shard_epoch1"]["sentences"]
+        one[0]["shard_epoch1"]["sentences"] == 64 + 2 * 64
     assert set(two[0]["dev"]["per_corpus"]) == {"dis", "chem"}
     # One trace per worker, and one all-reduce per step in it (the gradients with the loss in one pack; Keras'
     # optimizer would otherwise all-reduce the gradients a second time inside apply()).
