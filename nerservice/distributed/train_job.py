@@ -36,8 +36,6 @@ TRAIN_DEFAULTS = {
 SPLITS = ("train", "dev", "test")
 ROW_COLUMNS = ("tokens", "tags", "file", "line")
 
-# Like `nerservice train`, which refuses --final with --corpora.
-
 
 def local_out_dir(out: str) -> Path:
     """The core trainer writes with ordinary file I/O: ``out`` must be a POSIX path all executors see
