@@ -130,17 +130,21 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"dev": dev, "test": test, "best_epoch": last.best_epoch, "model_dir": str(result.model_dir),
                           "recipe": result.record or None, "minutes": round(result.seconds / 60, 2)}, indent=2))
         return 0
-    for r in result.runs:
-        print(f"\n{r.model_dir}: stopped by {r.stopped_reason} after {r.epochs_run} epochs; kept epoch "
-              f"{r.best_epoch}; {r.seconds / 60:.1f} min")
+    print_runs(result, final=args.final)
     what = f" ({len(result.members)}-model ensemble)" if result.members else " (final model)" if args.final else ""
-    if args.final:
-        print("(--final: dev is training data for the final model(s): their dev figures are training-set figures)")
     print_scores(f"dev{what}", dev)
     if test:
         print_scores(f"test{what}", test)
     print(f"\nmodel: {result.model_dir}")
     return 0
+
+
+def print_runs(result: Any, *, final: bool) -> None:
+    for r in result.runs:
+        print(f"\n{r.model_dir}: stopped by {r.stopped_reason} after {r.epochs_run} epochs; kept epoch "
+              f"{r.best_epoch}; {r.seconds / 60:.1f} min")
+    if final:
+        print("(--final: dev is training data for the final model(s): their dev figures are training-set figures)")
 
 
 def store_callbacks(args: argparse.Namespace, config: Any) -> list[Any]:
@@ -200,10 +204,7 @@ def final_multi(args: argparse.Namespace, config: Any, runner: Any) -> int:
                           "model_dir": str(result.model_dir), "recipe": result.record,
                           "minutes": round(result.seconds / 60, 2)}, indent=2))
         return 0
-    for r in result.runs:
-        print(f"\n{r.model_dir}: stopped by {r.stopped_reason} after {r.epochs_run} epochs; kept epoch "
-              f"{r.best_epoch}; {r.seconds / 60:.1f} min")
-    print("(--final: dev is training data for the final model: its dev figures are training-set figures)")
+    print_runs(result, final=True)
     print_corpus_scores("dev (final model)", last.dev)
     if last.test:
         print_corpus_scores("test (final model)", last.test)

@@ -185,8 +185,6 @@ def multi_runner(corpora_config: CorporaConfig, corpora: Sequence[CorpusSplits],
                               embeddings=req.config.model.embeddings, out_dir=req.out_dir, sources=sources,
                               callbacks=callbacks_for(req), resume=resume, progress=progress, keep=req.keep,
                               recipe=req.recipe)
-        return RunSummary(model_dir=outcome.best_dir, best_epoch=outcome.best_epoch, epochs_run=len(outcome.history),
-                          stopped_reason=outcome.stopped_reason, seconds=outcome.seconds, dev=outcome.dev,
-                          test=outcome.test)
+        return RunSummary.of(outcome)
 
     return run

@@ -52,6 +52,13 @@ class RunSummary:
     dev: dict[str, Any]  # dev metrics of the kept model (a training-set figure in phase 2)
     test: dict[str, Any] | None
 
+    @classmethod
+    def of(cls, outcome: Any) -> "RunSummary":
+        """From a ``TrainOutcome`` of the core trainer (one corpus or several)."""
+        return cls(model_dir=outcome.best_dir, best_epoch=outcome.best_epoch, epochs_run=len(outcome.history),
+                   stopped_reason=outcome.stopped_reason, seconds=outcome.seconds, dev=outcome.dev,
+                   test=outcome.test)
+
 
 @dataclass
 class RunRequest:
@@ -132,9 +139,7 @@ def core_runner(train_data: Sequence[Sentence], dev_data: Sequence[Sentence], te
                         dev_data=dev_data, test_data=test_data, embeddings=req.config.model.embeddings,
                         out_dir=req.out_dir, sources=sources, callbacks=callbacks_for(req), resume=resume,
                         progress=progress, keep=req.keep, recipe=req.recipe)
-        return RunSummary(model_dir=outcome.best_dir, best_epoch=outcome.best_epoch, epochs_run=len(outcome.history),
-                          stopped_reason=outcome.stopped_reason, seconds=outcome.seconds, dev=outcome.dev,
-                          test=outcome.test)
+        return RunSummary.of(outcome)
 
     return run
 
