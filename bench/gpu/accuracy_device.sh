@@ -48,6 +48,11 @@
 #   W: V's corpus weights alone (three processes, so the runs get ~2x the steps of V's: V cut them at epoch 9)
 #   X: the final recipe's phase 2 for W's model (`multi_corpus.py --final-epochs E`: every corpus on train + devel,
 #      E = the seed's best epoch in W, model-last), seed 1 only (E = 14): the last 7.7 device minutes of the session
+# Session 12 (issue 14, the final recipe on W's model; X's one run was cut):
+#   Y: phase 2 for W's seeds 42 and 2 (E = 15 and 17, W's best epochs), two processes so that 17 epochs + the first
+#      epoch's compiles fit one call
+#   Z: phase 2 for W's seed 1 (E = 14) beside the product's `--final` on BC5CDR, seed 1 (the seed U's limit cut);
+#      run right after Y on the still-warm machine, so the multi run finds Y's compiles in /tmp/jaxcache
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -92,6 +97,19 @@ multi() {
   for s in ${SEEDS:-42 1 2}; do
     timeout $t python3 bench/gpu/multi_corpus.py --one multi --seed $s --corpora $cj $V $settings \
       --set training.max_minutes=$cap --out /tmp/multi-$tag-$s --json-out $R/multi4-$tag-$s.json > $R/multi4-$tag-$s.log 2>&1 &
+    pids="$pids $!"
+  done
+  wait $pids
+}
+# The final recipe's phase 2 for W's model, E = the seed's best epoch in W (42: 15, 1: 14, 2: 17), no time cap
+# short of the call's limit (a cut phase 2 has no figure): final_multi TIMEOUT_S
+final_multi() {
+  local t=$1 pids="" s e
+  for s in ${SEEDS:-42 1 2}; do
+    case $s in 42) e=15 ;; 1) e=14 ;; 2) e=17 ;; esac
+    timeout $t python3 bench/gpu/multi_corpus.py --one multi --seed $s --final-epochs $e --corpora $D/corpora-w.json $V \
+      --set training.max_minutes=9.5 --out /tmp/multi-final-$s --json-out $R/multi4-w2-final-$s.json \
+      > $R/multi4-w2-final-$s.log 2>&1 &
     pids="$pids $!"
   done
   wait $pids
@@ -212,6 +230,17 @@ X)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
   timeout 330 python3 bench/gpu/multi_corpus.py --one multi --seed 1 --final-epochs 14 --corpora $D/corpora-w.json $V \
     --set training.max_minutes=4.3 --out /tmp/multi-final-1 --json-out $R/multi4-w2-final-1.json > $R/multi4-w2-final-1.log 2>&1 ;;
+Y)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  SEEDS="42 2" final_multi 575 ;;
+Z)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  SEEDS="1" final_multi 575 & m=$!
+  C=$D/BC5CDR
+  timeout 575 python3 -m nerservice.cli.main train --train $C/train.tsv --dev $C/devel.tsv --test $C/test.tsv $V \
+    --final --out /tmp/z-final-1 --no-resume --quiet --json --set training.seed=1 \
+    > $R/BC5CDR-final-1.json 2> $R/BC5CDR-final-1.log & f=$!
+  wait $m $f ;;
 esac
 kill $mon
 pack
