@@ -53,6 +53,10 @@
 #      epoch's compiles fit one call
 #   Z: phase 2 for W's seed 1 (E = 14) beside the product's `--final` on BC5CDR, seed 1 (the seed U's limit cut);
 #      run right after Y on the still-warm machine, so the multi run finds Y's compiles in /tmp/jaxcache
+#   AA: distillation on BC5CDR with today's defaults (`distil_gpu.py`, the final protocol): three teachers on train +
+#      devel for 24 epochs (the mean of the best epochs phase 1 chose in U and Z: 21, 23, 29), their ensemble, one
+#      student (gold weight 0) for 20 epochs on BC5CDR train + devel + the train and devel tokens of the other three
+#      corpora — session 8's student (12 epochs, NCBI-disease) was still fitting its teacher when it stopped
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -241,6 +245,11 @@ Z)
     --final --out /tmp/z-final-1 --no-resume --quiet --json --set training.seed=1 \
     > $R/BC5CDR-final-1.json 2> $R/BC5CDR-final-1.log & f=$!
   wait $m $f ;;
+AA)
+  timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
+    --unlabelled-corpora NCBI-disease BC2GM linnaeus --train-teachers 3 --teacher-set training.epochs=24 \
+    --teacher-set training.max_minutes=3.5 --set training.bucket_size=32 --set training.epochs=20 --gold-weights 0 \
+    --deadline-s 570 --out /tmp/distil --json-out $R/distil-bc5cdr.json > $R/distil-bc5cdr.log 2>&1 ;;
 esac
 kill $mon
 pack
