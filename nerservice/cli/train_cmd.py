@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "dev F1 over the corpora, and phase 2 trains every corpus on its train + dev")
     p.add_argument("--seeds", type=int, default=1, metavar="N", help="train N models (seeds S..S+N-1, S = "
                    "training.seed; with --final phase 1 runs once) into OUT/seed-S and save them as one ensemble "
-                   "folder OUT/ensemble, evaluated on dev and test")
+                   "folder OUT/ensemble, evaluated on dev and test (with --corpora: per corpus, on its head)")
     p.add_argument("--no-resume", action="store_true", help="start fresh even if OUT/checkpoint exists")
     p.add_argument("--register", metavar="NAME", help="register model-best in the model store under NAME")
     p.add_argument("--promote", metavar="ALIAS", help="with --register: point ALIAS at the new version if its "
@@ -82,20 +82,16 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--promote with --final: the final model's dev F1 is a training-set figure, so it "
                           "cannot be compared with the alias holder's",
                           hint="promote it by hand: nerservice models promote")
-    if args.corpora:
-        if args.seeds != 1:
-            raise ConfigError("--seeds trains single-corpus ensembles; not with --corpora (yet)",
-                              hint="train the members one by one with --set training.seed=S, then "
-                              "nerservice ensemble")
-        return run_multi(args, config)
-    if not (args.train and args.dev):
-        raise ConfigError("train needs --train and --dev (or --corpora)")
     if args.seeds < 1:
         raise ConfigError(f"--seeds {args.seeds}: need at least 1")
     if args.register and args.seeds > 1:
         raise ConfigError("--register with --seeds: register the ensemble when it is written",
                           hint="nerservice models register NAME OUT/ensemble")
-    from nerservice.training.recipes import core_runner, run_recipe, save_evaluated_ensemble
+    if args.corpora:
+        return run_multi(args, config)
+    if not (args.train and args.dev):
+        raise ConfigError("train needs --train and --dev (or --corpora)")
+    from nerservice.training.recipes import core_runner, run_recipe
 
     train_c, dev_c = read(args.train, args), read(args.dev, args)
     test_c = read(args.test, args) if args.test else None
@@ -110,21 +106,34 @@ def run(args: argparse.Namespace) -> int:
 
         use_data_parallel(args.data_parallel)
     callbacks = store_callbacks(args, config)
-    final_run = (lambda req: req.keep == "last") if args.final else (lambda req: True)
     runner = core_runner(
         train_c.sentences, dev_c.sentences, test_c.sentences if test_c else None,
         sources={"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings,
                  "reading": reading_options(args)},  # how the files became sentences (documents: modes, map)
-        resume=not args.no_resume, progress=not args.quiet,
-        callbacks_for=lambda req: callbacks if final_run(req) else ())  # the store sees the kept model only
+        resume=not args.no_resume, progress=not args.quiet, callbacks_for=kept_only(args, callbacks))
     result = run_recipe(runner, config, args.out, final=args.final, seeds=args.seeds)
     promote(args, callbacks)
+    splits = {"dev": dev_c.sentences, **({"test": test_c.sentences} if test_c else {})}
+    return report_recipe(args, result, splits, print_scores, evaluate=None)
+
+
+def kept_only(args: argparse.Namespace, callbacks: list[Any]) -> Any:
+    """The store sees the kept model only: with --final, phase 2's, not phase 1's."""
+    final_run = (lambda req: req.keep == "last") if args.final else (lambda req: True)
+    return lambda req: callbacks if final_run(req) else ()
+
+
+def report_recipe(args: argparse.Namespace, result: Any, splits: dict[str, Any], print_metrics: Any,
+                  *, evaluate: Any) -> int:
+    """A recipe's outcome (``run_recipe``): with --seeds the members become OUT/ensemble, evaluated on
+    ``splits`` by ``evaluate`` (None: one corpus's sentences; multi-corpus: per head)."""
+    from nerservice.training.recipes import save_evaluated_ensemble
+
     last = result.runs[-1]
     dev, test = last.dev, last.test
     if result.members:
-        corpora = {"dev": dev_c.sentences, **({"test": test_c.sentences} if test_c else {})}
-        _, metrics = save_evaluated_ensemble(result.model_dir, result.members, corpora,
-                                             sources=[str(m) for m in result.members])
+        _, metrics = save_evaluated_ensemble(result.model_dir, result.members, splits,
+                                             sources=[str(m) for m in result.members], evaluate=evaluate)
         dev, test = metrics["dev"], metrics.get("test")
     if args.json:
         print(json.dumps({"dev": dev, "test": test, "best_epoch": last.best_epoch, "model_dir": str(result.model_dir),
@@ -132,9 +141,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print_runs(result, final=args.final)
     what = f" ({len(result.members)}-model ensemble)" if result.members else " (final model)" if args.final else ""
-    print_scores(f"dev{what}", dev)
+    print_metrics(f"dev{what}", dev)
     if test:
-        print_scores(f"test{what}", test)
+        print_metrics(f"test{what}", test)
     print(f"\nmodel: {result.model_dir}")
     return 0
 
@@ -182,34 +191,22 @@ def run_multi(args: argparse.Namespace, config: Any) -> int:
         use_data_parallel(args.data_parallel)
     callbacks = store_callbacks(args, config)
     sources = {"corpora": args.corpora, "embeddings": config.model.embeddings}
-    if args.final:
-        return final_multi(args, config, multi_runner(
-            corpora_config, corpora, sources=sources, resume=not args.no_resume, progress=not args.quiet,
-            callbacks_for=lambda req: callbacks if req.keep == "last" else ()))  # the store sees the kept model
+    if args.final or args.seeds > 1:  # a recipe: training/recipes.py drives multi-corpus runs as it does single ones
+        from nerservice.multi.evaluation import evaluate_heads
+        from nerservice.training.recipes import run_recipe
+
+        runner = multi_runner(corpora_config, corpora, sources=sources, resume=not args.no_resume,
+                              progress=not args.quiet, callbacks_for=kept_only(args, callbacks))
+        result = run_recipe(runner, config, args.out, final=args.final, seeds=args.seeds)
+        splits = {"dev": {c.name: c.dev for c in corpora}}
+        tests = {c.name: c.test for c in corpora if c.test}
+        if tests:
+            splits["test"] = tests
+        return report_recipe(args, result, splits, print_corpus_scores, evaluate=evaluate_heads)
     outcome = train_multi(config, corpora_config, corpora, embeddings=config.model.embeddings, out_dir=args.out,
                           sources=sources, callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet)
     promote(args, callbacks)
     return report(args, outcome, print_corpus_scores)
-
-
-def final_multi(args: argparse.Namespace, config: Any, runner: Any) -> int:
-    """``--final --corpora``: phase 1 picks the epoch count by the mean dev F1 over the corpora, phase 2
-    trains every corpus on train + dev for that many epochs (``training/recipes.py``)."""
-    from nerservice.training.recipes import run_recipe
-
-    result = run_recipe(runner, config, args.out, final=True)
-    last = result.runs[-1]
-    if args.json:
-        print(json.dumps({"dev": last.dev, "test": last.test, "best_epoch": last.best_epoch,
-                          "model_dir": str(result.model_dir), "recipe": result.record,
-                          "minutes": round(result.seconds / 60, 2)}, indent=2))
-        return 0
-    print_runs(result, final=True)
-    print_corpus_scores("dev (final model)", last.dev)
-    if last.test:
-        print_corpus_scores("test (final model)", last.test)
-    print(f"\nmodel: {result.model_dir}")
-    return 0
 
 
 def report(args: argparse.Namespace, outcome: Any, print_metrics: Any) -> int:

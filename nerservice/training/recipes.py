@@ -9,7 +9,8 @@ manifest) has ``recipe`` = both phases: phase 1's folder, seed, best epoch, epoc
 dev F1 and minutes; phase 2's epoch count and training data.
 
 ``--seeds N``: the run (plain or final) with seeds S, S+1, ..., S+N-1 (S = ``training.seed``), then the N
-kept models saved as one ensemble folder (mean CRF scores, ``nerservice/model/ensemble.py``).  With
+kept models saved as one ensemble folder (mean CRF scores, ``nerservice/model/ensemble.py``); the same for
+one model over several corpora (``--corpora``: ``multi.trainer.multi_runner``).  With
 ``--final`` phase 1 runs once, with seed S: the epoch count belongs to the data and config, and N+1
 trainings cost less than 2N.
 
@@ -24,7 +25,7 @@ this module decides only what to train, in which order, and what to record.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -144,13 +145,18 @@ def core_runner(train_data: Sequence[Sentence], dev_data: Sequence[Sentence], te
     return run
 
 
-def save_evaluated_ensemble(out: str | Path, members: Sequence[str | Path], corpora: dict[str, Sequence[Sentence]],
-                            *, sources: Sequence[str] | None = None) -> tuple[Path, dict[str, Any]]:
+def save_evaluated_ensemble(out: str | Path, members: Sequence[str | Path], corpora: Mapping[str, Any],
+                            *, sources: Sequence[str] | None = None,
+                            evaluate: Callable[[Any, Any], dict[str, Any]] | None = None,
+                            ) -> tuple[Path, dict[str, Any]]:
     """Members → one ensemble folder whose metrics.json holds its scores on ``corpora`` (e.g. dev, test).
+    ``evaluate(predictor, data)`` scores one entry of ``corpora``: by default ``data`` is a list of sentences;
+    a multi-corpus ensemble passes ``multi.evaluation.evaluate_heads`` and corpus name → sentences per entry.
     Everything is evaluated before anything is written: a failure leaves no half-made ensemble behind."""
     from nerservice.artifacts.ensemble_folder import LoadedEnsemble, load_member, save_ensemble
-    from nerservice.metrics import evaluate_predictor as evaluator
+    from nerservice.metrics import evaluate_predictor
 
+    evaluator = evaluate or evaluate_predictor
     loaded = [load_member(m) for m in members]  # verified here once; save_ensemble reuses them
     metrics: dict[str, Any] = {}
     if corpora:

@@ -59,3 +59,34 @@ def test_final_recipe_on_several_corpora(tmp_path: Path, capsys) -> None:
     multi = json.loads((out / "model-last" / MULTI).read_text())
     assert multi["corpora"]["corpora"][1]["weight"] == 2.0
     assert Extractor.load(out / "model-last").labels == ["Disease", "Drug"]  # it serves as any multi model does
+
+
+def test_seeds_make_a_multi_corpus_ensemble(tmp_path: Path, capsys) -> None:
+    """``--corpora --seeds 2``: two multi-corpus models (seeds S, S+1) and OUT/ensemble, scored per corpus on
+    each corpus's own head — the same figures ``nerservice evaluate --corpora`` computes from the saved folder."""
+    from nerservice.artifacts.ensemble_folder import is_ensemble_dir
+    from nerservice.artifacts.formats import load_model
+    from nerservice.inference import Extractor
+
+    config = write_two_corpora(tmp_path / "c", sizes=(60, 20, 20))
+    out = tmp_path / "seeds"
+    tiny = [*TINY, "--set", "training.epochs=3"]
+    assert main(["train", "--corpora", str(config), "--out", str(out), "--quiet", "--seeds", "2", "--json",
+                 *tiny]) == 0
+    stdout = capsys.readouterr().out
+    printed = json.loads(stdout[stdout.index("\n{") + 1:])
+    seed = int(TINY_OVERRIDES["training.seed"])
+    members = [out / f"seed-{s}" / "model-best" for s in (seed, seed + 1)]
+    assert [load_model(m).config.training.seed for m in members] == [seed, seed + 1]
+    assert is_ensemble_dir(out / "ensemble") and printed["model_dir"] == str(out / "ensemble")
+    ens = load_model(out / "ensemble")
+    assert set(ens.metrics) == {"dev", "test"} and set(ens.metrics["test"]["per_corpus"]) == {"dis", "chem"}
+    assert printed["test"]["per_corpus"]["chem"]["micro"]["f1"] == pytest.approx(
+        ens.metrics["test"]["per_corpus"]["chem"]["micro"]["f1"])
+    assert main(["evaluate", str(out / "ensemble"), "--corpora", str(config), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    for name in ("dis", "chem"):
+        assert again["per_corpus"][name]["micro"] == pytest.approx(ens.metrics["test"]["per_corpus"][name]["micro"])
+    for m in members:  # each member's lineage says which recipe made it
+        assert json.loads((m / "lineage.json").read_text())["recipe"] == {"name": "seeds", "seeds": [seed, seed + 1]}
+    assert Extractor.load(out / "ensemble").labels == ["Disease", "Drug"]
