@@ -35,6 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "stage trains on train with early stopping on dev to find the epoch count E (--out/phase1), a "
                    "second trains on train + dev for exactly E epochs and keeps --out/model-last (registered with "
                    "--register); both phases are recorded in its lineage.json")
+    p.add_argument("--seeds", type=int, default=1, metavar="N", help="as `nerservice train --seeds`: N models "
+                   "(seeds S..S+N-1, S = training.seed; with --final phase 1 runs once), one barrier stage each, "
+                   "into --out/seed-S, then --out/ensemble, evaluated on dev and test by the driver")
     p.add_argument("--no-resume", action="store_true", help="ignore an existing --out/checkpoint")
     p.add_argument("--collective-timeout", type=float, default=600.0, metavar="S",
                    help="seconds a worker waits for its peers in one all-reduce before failing the stage")
@@ -52,17 +55,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def final_recipe(spark: Any, args: argparse.Namespace, config: Any, embeddings: list[str], kill: Any) -> dict[str, Any]:
-    from nerservice.distributed.train_job import local_out_dir, spark_runner
+def recipe(spark: Any, args: argparse.Namespace, config: Any, embeddings: list[str], kill: Any) -> dict[str, Any]:
+    """--final and/or --seeds N: ``training/recipes.py`` decides the runs, each one barrier stage."""
+    from nerservice.distributed.train_job import ensemble_on_driver, local_out_dir, spark_runner
     from nerservice.training.recipes import run_recipe
 
-    runner = spark_runner(spark, data_dir=args.data, world=args.workers, register=args.register, final=True,
+    runner = spark_runner(spark, data_dir=args.data, world=args.workers, register=args.register, final=args.final,
                           embeddings=embeddings, resume=not args.no_resume,
                           collective_timeout_s=args.collective_timeout, kill=kill, backend=args.backend,
                           scaling=args.scaling, rule=args.lr_rule)
-    result = run_recipe(runner, config, local_out_dir(args.out), final=True)
+    result = run_recipe(runner, config, local_out_dir(args.out), final=args.final, seeds=args.seeds)
     last = result.runs[-1]
-    return {"recipe": result.record, "model_dir": str(result.model_dir), "test": last.test,
+    dev, test = last.dev, last.test
+    if result.members:
+        metrics = ensemble_on_driver(spark, args.data, result.model_dir, result.members)
+        dev, test = metrics["dev"], metrics.get("test")
+    return {"recipe": result.record or None, "model_dir": str(result.model_dir), "dev": dev, "test": test,
+            "members": [str(m) for m in result.members],
             "runs": [{"model_dir": str(r.model_dir), "epochs_run": r.epochs_run, "kept_epoch": r.best_epoch,
                       "stopped_reason": r.stopped_reason, "minutes": round(r.seconds / 60, 2)} for r in result.runs]}
 
@@ -84,10 +93,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.final and args.promote:
         raise ConfigError("--promote with --final: the final model's dev F1 is a training-set figure",
                           hint="promote it by hand: nerservice models promote")
+    if args.seeds < 1:
+        raise ConfigError(f"--seeds {args.seeds}: need at least 1")
+    if args.seeds > 1 and (args.register or args.promote):
+        raise ConfigError("--register/--promote with --seeds: register the ensemble when it is written",
+                          hint="nerservice models register NAME OUT/ensemble")
     spark = get_session("nerservice-train", defaults=TRAIN_DEFAULTS)
     try:
-        if args.final:
-            summary = final_recipe(spark, args, config, embeddings, kill)
+        if args.final or args.seeds > 1:
+            summary = recipe(spark, args, config, embeddings, kill)
         else:
             summary = run_training(spark, data_dir=args.data, out_dir=args.out, world=args.workers, config=config,
                                    embeddings=embeddings, register=args.register, promote=args.promote,

@@ -175,7 +175,7 @@ def run_multi(args: argparse.Namespace, config: Any) -> int:
     """``--corpora``: every check (splits, names, labels, label maps) runs before the model is built."""
     from nerservice.errors import ConfigError
     from nerservice.multi.config import CorporaConfig
-    from nerservice.multi.corpora import read_corpora
+    from nerservice.multi.corpora import evaluation_splits, read_corpora
     from nerservice.multi.trainer import multi_runner, train_multi
 
     if args.train or args.dev or args.test:
@@ -198,11 +198,7 @@ def run_multi(args: argparse.Namespace, config: Any) -> int:
         runner = multi_runner(corpora_config, corpora, sources=sources, resume=not args.no_resume,
                               progress=not args.quiet, callbacks_for=kept_only(args, callbacks))
         result = run_recipe(runner, config, args.out, final=args.final, seeds=args.seeds)
-        splits = {"dev": {c.name: c.dev for c in corpora}}
-        tests = {c.name: c.test for c in corpora if c.test}
-        if tests:
-            splits["test"] = tests
-        return report_recipe(args, result, splits, print_corpus_scores, evaluate=evaluate_heads)
+        return report_recipe(args, result, evaluation_splits(corpora), print_corpus_scores, evaluate=evaluate_heads)
     outcome = train_multi(config, corpora_config, corpora, embeddings=config.model.embeddings, out_dir=args.out,
                           sources=sources, callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet)
     promote(args, callbacks)

@@ -15,7 +15,7 @@ from nerservice.config import NerConfig
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.faults import KillPlan
 from nerservice.distributed.multi_corpora import CORPORA_FILE, corpora_from_rows, flat_splits
-from nerservice.distributed.worker import BACKENDS, Row, TrainSpec, barrier_task, read_attempts
+from nerservice.distributed.worker import BACKENDS, Row, TrainSpec, barrier_task, read_attempts, sentences_from_rows
 from nerservice.embeddings import KUMO_ALIASES, vector_sources
 from nerservice.errors import ConfigError, CorpusError, DistributedError, EmbeddingsError
 from nerservice.multi.config import CorporaConfig
@@ -197,6 +197,25 @@ def job_phases(results: list[dict[str, Any]], *, read_s: float, stage_s: float, 
             "after_stage_s": round(max(job_s - read_s - stage_s, 0.0), 3), "rank0": task,
             "setup_s": [round(sum(float(r.get("timings", {}).get(k, 0.0)) for k in before), 3)
                         for r in sorted(results, key=lambda r: r["rank"])]}
+
+
+def ensemble_on_driver(spark: Any, data_dir: str, out: Path, members: list[Path]) -> dict[str, Any]:
+    """``train.py --seeds N``: the N kept models as one ensemble folder ``out``, evaluated on the driver on
+    the dev and test rows the workers saw (a multi-corpus data folder: per corpus, on each head)."""
+    from nerservice.training.recipes import save_evaluated_ensemble
+
+    splits: dict[str, Any]
+    if hadoopfs.exists(spark, hadoopfs.join(data_dir, CORPORA_FILE)):
+        from nerservice.multi.corpora import evaluation_splits
+        from nerservice.multi.evaluation import evaluate_heads
+
+        corpora, per_corpus = read_multi(spark, data_dir)
+        splits, evaluate = evaluation_splits(corpora_from_rows(corpora, per_corpus)), evaluate_heads
+    else:
+        rows = read_splits(spark, data_dir)
+        splits, evaluate = {name: sentences_from_rows(rows[name]) for name in ("dev", "test") if rows.get(name)}, None
+    _, metrics = save_evaluated_ensemble(out, members, splits, sources=[str(m) for m in members], evaluate=evaluate)
+    return metrics
 
 
 def spark_runner(spark: Any, *, data_dir: str, world: int, register: str | None = None, final: bool = False,

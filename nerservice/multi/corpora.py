@@ -39,6 +39,14 @@ def with_dev_in_train(corpora: Sequence[CorpusSplits]) -> list[CorpusSplits]:
     return [CorpusSplits(c.name, [*c.train, *c.dev], c.dev, c.test) for c in corpora]
 
 
+def evaluation_splits(corpora: Sequence[CorpusSplits]) -> dict[str, dict[str, list[Sentence]]]:
+    """{"dev": {corpus: sentences}, "test": {...}} — what ``multi.evaluation.evaluate_heads`` scores an
+    ensemble of multi-corpus models on (``--seeds N``); "test" only for the corpora that have one."""
+    splits = {"dev": {c.name: list(c.dev) for c in corpora}}
+    tests = {c.name: list(c.test) for c in corpora if c.test}
+    return {**splits, "test": tests} if tests else splits
+
+
 def relabel(sentences: Sequence[Sentence], spec: CorpusSpec) -> list[Sentence]:
     if not spec.label_map:
         return list(sentences)

@@ -70,7 +70,7 @@ def test_seeds_make_a_multi_corpus_ensemble(tmp_path: Path, capsys) -> None:
 
     config = write_two_corpora(tmp_path / "c", sizes=(60, 20, 20))
     out = tmp_path / "seeds"
-    tiny = [*TINY, "--set", "training.epochs=3"]
+    tiny = [*TINY, "--set", "training.epochs=2"]
     assert main(["train", "--corpora", str(config), "--out", str(out), "--quiet", "--seeds", "2", "--json",
                  *tiny]) == 0
     stdout = capsys.readouterr().out

@@ -194,3 +194,16 @@ def test_kill_plan_and_executor_env(tmp_path, monkeypatch) -> None:  # noqa: ANN
     env = executor_env({"NERSERVICE_STORE_URI": "sqlite:///s/mlflow.db"})
     assert env == {"NERSERVICE_STORE_URI": f"sqlite:///{tmp_path}/s/mlflow.db"}
     assert executor_env({"NERSERVICE_STORE_URI": "http://h:5000"}) == {"NERSERVICE_STORE_URI": "http://h:5000"}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seeds", "0"], "--seeds 0"),
+    (["--seeds", "2", "--register", "ner"], "register the ensemble"),
+    (["--seeds", "2", "--promote", "production"], "register the ensemble"),
+])
+def test_train_job_refuses_bad_seeds_before_spark_starts(argv: list[str], message: str) -> None:
+    """spark_jobs/train.py checks --seeds on the driver before a Spark session exists (none is running here)."""
+    from spark_jobs.train import main
+
+    with pytest.raises(ConfigError, match=message):
+        main(["--data", "/nonexistent/prep", "--out", "/nonexistent/out", *argv])

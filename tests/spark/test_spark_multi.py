@@ -15,8 +15,10 @@ from .test_spark_jobs import overrides
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path) -> None:
+def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path, capsys) -> None:
+    from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.layout import MULTI_FORMAT
+    from nerservice.cli.main import main
     from nerservice.inference import Extractor
 
     config = write_two_corpora(tmp_path / "corpora", sizes=(160, 40, 40))
@@ -40,20 +42,35 @@ def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path) -> 
     assert json.loads((out / "model-best" / "manifest.json").read_text())["format"] == MULTI_FORMAT
     assert Extractor.load(out / "model-best").labels == ["Disease", "Drug"]
 
-    # --final on a multi-corpus data folder: phase 1 (early stopping on the mean dev F1) and phase 2 (every
-    # corpus on its train + dev, model-last) as two barrier stages, as `nerservice train --final --corpora`.
+    # --final --seeds 2 on a multi-corpus data folder: phase 1 (early stopping on the mean dev F1) once, then
+    # phase 2 (every corpus on its train + dev, model-last) per seed, each a barrier stage, and the driver
+    # saves and scores their ensemble per corpus — as `nerservice train --corpora --final --seeds 2`.
     final = tmp_path / "final"
     proc = spark_cluster.submit("spark_jobs/train.py", "--data", str(prep), "--out", str(final), "--workers", "1",
-                                "--final", *overrides(**{"training.epochs": 2, "model.embeddings": []}), timeout=420)
-    check(proc, "train multi-corpus --final")
+                                "--final", "--seeds", "2", *overrides(**{"training.epochs": 2, "model.embeddings": []}),
+                                timeout=420)
+    check(proc, "train multi-corpus --final --seeds 2")
     summary = last_json(proc.stdout)
     epochs = summary["recipe"]["phase2"]["epochs"]
     assert epochs == summary["recipe"]["phase1"]["best_epoch"] >= 1
-    assert summary["model_dir"].endswith("model-last") and set(summary["test"]["per_corpus"]) == {"dis", "chem"}
+    assert len(summary["runs"]) == 3  # phase 1 once, phase 2 per seed
+    seed = summary["recipe"]["phase1"]["seed"]
+    assert summary["recipe"]["phase2"]["seeds"] == [seed, seed + 1]
+    members = [final / f"seed-{s}" / "model-last" for s in (seed, seed + 1)]
+    assert summary["members"] == [str(m) for m in members] and summary["model_dir"] == str(final / "ensemble")
     assert (final / "phase1" / "model-best").is_dir() and not (final / "model-best").exists()
-    lineage = json.loads((final / "model-last" / "lineage.json").read_text())
-    assert lineage["recipe"]["phase"] == 2
     phase1 = json.loads((final / "phase1" / "model-best" / "lineage.json").read_text())
-    assert lineage["corpus_fingerprints"]["dis/train"] != phase1["corpus_fingerprints"]["dis/train"]  # + dev
-    assert len(json.loads((final / "model-last" / "history.json").read_text())) == epochs
-    assert Extractor.load(final / "model-last").labels == ["Disease", "Drug"]
+    for m in members:
+        lineage = json.loads((m / "lineage.json").read_text())
+        assert lineage["recipe"]["phase"] == 2
+        assert lineage["corpus_fingerprints"]["dis/train"] != phase1["corpus_fingerprints"]["dis/train"]  # + dev
+        assert len(json.loads((m / "history.json").read_text())) == epochs
+    ens = load_model(final / "ensemble")
+    assert set(summary["test"]["per_corpus"]) == {"dis", "chem"}
+    assert summary["test"]["per_corpus"]["chem"]["micro"] == pytest.approx(
+        ens.metrics["test"]["per_corpus"]["chem"]["micro"])
+    # the driver's figures are what the CLI computes from the saved folder and the same files
+    assert main(["evaluate", str(final / "ensemble"), "--corpora", str(config), "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["per_corpus"]["dis"]["micro"] == pytest.approx(summary["test"]["per_corpus"]["dis"]["micro"])
+    assert Extractor.load(final / "ensemble").labels == ["Disease", "Drug"]
