@@ -250,3 +250,27 @@ def test_final_recipe_runs_two_stages_and_records_both(final_with_a_kill) -> Non
     assert summary["test"]["micro"]["f1"] == pytest.approx(final.metrics["test"]["micro"]["f1"])
     # Phase 2 (its stage's summary in OUT) ran once, undisturbed: the kill was phase 1's.
     assert len(json.loads((out / "summary.json").read_text())["attempts"]) == 1
+
+
+def test_seeds_make_an_ensemble_that_the_driver_scores(spark_cluster, prepared, bad_corpus, tmp_path) -> None:  # noqa: ANN001
+    """train.py --seeds 2 (single corpus): one barrier stage per seed into OUT/seed-S, then the driver saves
+    OUT/ensemble and scores it on the data folder's test rows — the figure the CLI gets from the test file."""
+    from nerservice.artifacts.ensemble_folder import is_ensemble_dir
+    from nerservice.artifacts.formats import load_model
+    from nerservice.data import read_corpus
+    from nerservice.metrics import evaluate_predictor
+
+    out = tmp_path / "seeds"
+    proc = spark_cluster.submit("spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "1",
+                                "--seeds", "2", *overrides(**{"training.epochs": 1}), timeout=300)
+    check(proc, "train --seeds 2")
+    summary = last_json(proc.stdout)
+    seed = int(TINY_OVERRIDES["training.seed"])
+    members = [out / f"seed-{s}" / "model-best" for s in (seed, seed + 1)]
+    assert summary["members"] == [str(m) for m in members] and summary["model_dir"] == str(out / "ensemble")
+    assert [load_model(m).config.training.seed for m in members] == [seed, seed + 1]
+    assert is_ensemble_dir(out / "ensemble") and summary["recipe"] is None
+    ens = load_model(out / "ensemble")
+    assert ens.metrics["test"]["micro"] == pytest.approx(summary["test"]["micro"])
+    from_file = evaluate_predictor(ens.predictor(), read_corpus(bad_corpus["paths"]["test"]).sentences)
+    assert from_file["micro"] == pytest.approx(summary["test"]["micro"])
