@@ -57,6 +57,11 @@
 #      devel for 24 epochs (the mean of the best epochs phase 1 chose in U and Z: 21, 23, 29), their ensemble, one
 #      student (gold weight 0) for 20 epochs on BC5CDR train + devel + the train and devel tokens of the other three
 #      corpora — session 8's student (12 epochs, NCBI-disease) was still fitting its teacher when it stopped
+#      (AA's timeout killed the script before the student's evaluation: no student figure)
+#   AB, AC (prepared in session 12, not run yet): AA in two calls on one warm machine (issue AC within the machine's
+#      30-s idle release, as Z followed Y): AB trains and scores the teachers and their ensemble (--teachers-only,
+#      folders left in /tmp/distil on the device), AC distils 3 students (seeds 42/1/2, 20 epochs as AA) from them with
+#      the whole call for the students; AC fails at once if the machine was released in between
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -250,6 +255,21 @@ AA)
     --unlabelled-corpora NCBI-disease BC2GM linnaeus --train-teachers 3 --teacher-set training.epochs=24 \
     --teacher-set training.max_minutes=3.5 --set training.bucket_size=32 --set training.epochs=20 --gold-weights 0 \
     --deadline-s 570 --out /tmp/distil --json-out $R/distil-bc5cdr.json > $R/distil-bc5cdr.log 2>&1 ;;
+AB)
+  timeout 560 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR --train-teachers 3 \
+    --teacher-set training.epochs=24 --teacher-set training.max_minutes=6 --teachers-only --out /tmp/distil \
+    --json-out $R/distil-bc5cdr-teachers.json > $R/distil-bc5cdr-teachers.log 2>&1 ;;
+AC)
+  T=""; for s in 42 1 2; do T="$T /tmp/distil/teacher-$s/model-last"; done
+  ls $T > /dev/null || exit 1
+  for s in 42 1 2; do
+    timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
+      --unlabelled-corpora NCBI-disease BC2GM linnaeus --teachers $T --set training.bucket_size=32 \
+      --set training.epochs=20 --set training.seed=$s --gold-weights 0 --deadline-s 575 --out /tmp/distil-s$s \
+      --json-out $R/distil-bc5cdr-student-$s.json > $R/distil-bc5cdr-student-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done
+  wait $pids ;;
 esac
 kill $mon
 pack
