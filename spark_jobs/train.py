@@ -6,7 +6,8 @@ job) running the core training loop. Rank 0 evaluates, checkpoints
 to --out (shared storage), and with --register logs to the model store and registers the best model.
 A retried stage resumes from the last checkpoint. Prints the summary JSON (also --out/summary.json).
 A --data folder written by ``preprocess.py --corpora`` (it holds corpora.json) trains one multi-corpus model,
-one CRF head per corpus, in the same barrier stage.
+one CRF head per corpus, in the same barrier stage. --final and --seeds N run the recipes of
+``nerservice train`` (``training/recipes.py``), one barrier stage per run.
 """
 from __future__ import annotations
 
