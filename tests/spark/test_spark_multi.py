@@ -65,6 +65,7 @@ def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path, cap
         assert lineage["recipe"]["phase"] == 2
         assert lineage["corpus_fingerprints"]["dis/train"] != phase1["corpus_fingerprints"]["dis/train"]  # + dev
         assert len(json.loads((m / "history.json").read_text())) == epochs
+        assert Extractor.load(m).labels == ["Disease", "Drug"]  # each member serves as a multi model does
     ens = load_model(final / "ensemble")
     assert set(summary["test"]["per_corpus"]) == {"dis", "chem"}
     assert summary["test"]["per_corpus"]["chem"]["micro"] == pytest.approx(
