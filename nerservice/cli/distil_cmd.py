@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from nerservice.cli.common import add_corpus_options, print_scores, read
+from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read
 
 if TYPE_CHECKING:
     from nerservice.distil.run import Teacher
@@ -21,11 +21,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         "folder (OUT/model-best or OUT/model-last, OUT/checkpoint: a rerun resumes); the student's "
         "lineage.json records the teacher and the data. Settings: --set distil.gold_weight=W (mix the gold "
         "path into labelled sentences' targets), distil.temperature, distil.max_unlabelled_tokens, "
-        "distil.max_sentence_tokens; any other --set is the student's config (default: the teacher's).")
+        "distil.max_sentence_tokens; any other --set is the student's config (default: the teacher's). A "
+        "multi-corpus teacher (one head per corpus, or an ensemble of such models) is distilled on its corpora "
+        "config (--corpora) into a multi-corpus student: every sentence of every corpus, and the unlabelled "
+        "text, trains every head.")
     p.add_argument("--teacher", required=True, help="teacher: ensemble folder, model folder, run folder or store ref")
-    p.add_argument("--train", nargs="+", required=True, help="labelled corpus file(s) of the teacher's tag set")
-    p.add_argument("--dev", nargs="+", required=True, help="labelled corpus file(s) evaluated each epoch (early "
+    p.add_argument("--train", nargs="+", help="labelled corpus file(s) of the teacher's tag set")
+    p.add_argument("--dev", nargs="+", help="labelled corpus file(s) evaluated each epoch (early "
                    "stopping and model-best with --keep best)")
+    p.add_argument("--corpora", metavar="FILE", help="instead of --train/--dev/--test, for a multi-corpus teacher: "
+                   "its corpora config (the teacher's heads, in order); each corpus's train split is labelled "
+                   "text, its dev split selects (per-corpus F1, mean over corpora), its test split is scored")
+    p.add_argument("--dev-in-train", action="store_true", help="with --corpora and --keep last: every corpus's "
+                   "labelled text is its train + dev (the final protocol, for teachers trained on train + dev)")
     p.add_argument("--test", nargs="+", help="test corpus file(s): the student and the teacher are evaluated")
     p.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE", help="unlabelled text, one token per "
                    "line, blank lines between sentences (e.g. other corpora's train/devel files: tags ignored)")
@@ -46,14 +54,24 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from nerservice.cli.train_cmd import store_callbacks
     from nerservice.config import NerConfig
     from nerservice.data.unlabelled import read_unlabelled
     from nerservice.distil.config import DistilConfig, split_overrides
-    from nerservice.distil.run import distil
     from nerservice.embeddings import resolve_sources
+    from nerservice.errors import ConfigError
 
+    if args.corpora and (args.train or args.dev or args.test):
+        raise ConfigError("--corpora names every split itself; drop --train/--dev/--test")
+    if not args.corpora and not (args.train and args.dev):
+        raise ConfigError("distil needs --train and --dev (or --corpora for a multi-corpus teacher)")
+    if args.dev_in_train and not (args.corpora and args.keep == "last"):
+        raise ConfigError("--dev-in-train needs --corpora and --keep last (dev would select on training data)")
     teacher = load_teacher(args.teacher)
+    if teacher.multi != bool(args.corpora):
+        raise ConfigError(f"{args.teacher} is a {'multi' if teacher.multi else 'single'}-corpus model; "
+                          + ("distil it on its corpora config" if teacher.multi else "--corpora is for a "
+                             "multi-corpus teacher"),
+                          hint="nerservice distil --corpora CORPORA.json" if teacher.multi else "use --train/--dev")
     ner_sets, distil_sets = split_overrides(list(args.set))
     dconfig = DistilConfig().with_overrides(distil_sets)
     config = NerConfig.load(args.config) if args.config else teacher.loaded.config
@@ -61,22 +79,61 @@ def run(args: argparse.Namespace) -> int:
     sources = resolve_sources(config.model.embeddings, args.embeddings)
     if sources != config.model.embeddings:
         config = config.with_overrides({"model.embeddings": sources})
-    train_c, dev_c = read(args.train, args), read(args.dev, args)
-    test_c = read(args.test, args) if args.test else None
     unlabelled = (read_unlabelled(args.unlabelled, max_tokens=dconfig.max_unlabelled_tokens,
                                   max_sentence_tokens=dconfig.max_sentence_tokens,
                                   max_tokens_setting="distil.max_unlabelled_tokens",
                                   max_sentence_setting="distil.max_sentence_tokens") if args.unlabelled else None)
-    print(f"teacher: {teacher.info['kind']} of {teacher.info['members']} model(s), tags {teacher.info['tags']}")
-    print(f"labelled: {len(train_c.sentences)} sentences; dev {len(dev_c.sentences)}"
-          + (f"; unlabelled {len(unlabelled.sentences)} sentences, {unlabelled.tokens} tokens from "
-             f"{len(unlabelled.files)} file(s)" if unlabelled else ""))
+    if args.corpora:
+        return run_multi(args, teacher, config, dconfig, unlabelled)
+    return run_single(args, teacher, config, dconfig, unlabelled)
+
+
+def run_single(args: argparse.Namespace, teacher: Teacher, config: Any, dconfig: Any, unlabelled: Any) -> int:
+    from nerservice.cli.train_cmd import store_callbacks
+    from nerservice.distil.run import distil
+
+    train_c, dev_c = read(args.train, args), read(args.dev, args)
+    test_c = read(args.test, args) if args.test else None
+    describe(teacher, f"labelled: {len(train_c.sentences)} sentences; dev {len(dev_c.sentences)}", unlabelled)
     callbacks = store_callbacks(args, config)
     result = distil(config, dconfig, teacher=teacher, train_data=train_c.sentences, dev_data=dev_c.sentences,
                     test_data=test_c.sentences if test_c else None, unlabelled=unlabelled, out_dir=args.out,
                     sources={"teacher": args.teacher, "train": args.train, "dev": args.dev, "test": args.test,
                              "unlabelled": args.unlabelled, "embeddings": config.model.embeddings},
                     callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet, keep=args.keep)
+    return report(args, teacher, result, print_scores)
+
+
+def run_multi(args: argparse.Namespace, teacher: Teacher, config: Any, dconfig: Any, unlabelled: Any) -> int:
+    """``--corpora``: the corpora are read and checked against the teacher's heads before anything trains."""
+    from nerservice.cli.train_cmd import store_callbacks
+    from nerservice.distil.run import distil_multi
+    from nerservice.multi.config import CorporaConfig
+    from nerservice.multi.corpora import read_corpora, with_dev_in_train
+
+    corpora_config = CorporaConfig.load(args.corpora)
+    corpora = read_corpora(corpora_config, lenient=args.lenient)
+    if args.dev_in_train:
+        corpora = with_dev_in_train(corpora)
+    describe(teacher, "labelled: " + ", ".join(f"{c.name} {len(c.train)}" for c in corpora) + " sentences"
+             + (" (train + dev)" if args.dev_in_train else ""), unlabelled)
+    callbacks = store_callbacks(args, config)
+    result = distil_multi(config, dconfig, teacher=teacher, corpora_config=corpora_config, corpora=corpora,
+                          unlabelled=unlabelled, out_dir=args.out,
+                          sources={"teacher": args.teacher, "corpora": args.corpora, "dev_in_train": args.dev_in_train,
+                                   "unlabelled": args.unlabelled, "embeddings": config.model.embeddings},
+                          callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet, keep=args.keep)
+    return report(args, teacher, result, print_corpus_scores)
+
+
+def describe(teacher: Teacher, labelled: str, unlabelled: Any) -> None:
+    heads = f", heads {teacher.info['heads']}" if teacher.multi else ""
+    print(f"teacher: {teacher.info['kind']} of {teacher.info['members']} model(s), tags {teacher.info['tags']}{heads}")
+    print(labelled + (f"; unlabelled {len(unlabelled.sentences)} sentences, {unlabelled.tokens} tokens from "
+                      f"{len(unlabelled.files)} file(s)" if unlabelled else ""))
+
+
+def report(args: argparse.Namespace, teacher: Teacher, result: Any, print_metrics: Any) -> int:
     o = result.outcome
     if args.json:
         print(json.dumps({"dev": o.dev, "test": o.test, "teacher_test": result.teacher_test,
@@ -89,11 +146,11 @@ def run(args: argparse.Namespace) -> int:
     if args.keep == "last":
         print("(--keep last: no selection on dev; if dev is the teacher's training data, its F1 is a "
               "training-set figure)")
-    print_scores("dev (student)", o.dev)
+    print_metrics("dev (student)", o.dev)
     if o.test:
-        print_scores("test (student)", o.test)
+        print_metrics("test (student)", o.test)
     if result.teacher_test:
-        print_scores(f"test (teacher, {teacher.info['members']} model(s))", result.teacher_test)
+        print_metrics(f"test (teacher, {teacher.info['members']} model(s))", result.teacher_test)
     print(f"\nmodel: {o.best_dir}")
     return 0
 

@@ -1,8 +1,11 @@
 """``distil()``: a teacher model (an ensemble, or any single-head model) + labelled corpora + unlabelled text
 -> one student model folder, written by the ordinary trainer (``training.trainer.train``).
 
-1. The teacher is resolved (folder, run folder or store reference) and loaded; multi-corpus models are
-   refused (a student of one head's tags would need that head's columns only: not built).
+1. The teacher is resolved (folder, run folder or store reference) and loaded.  A multi-corpus teacher
+   (a model or an ensemble of them, one CRF head per corpus) is distilled by ``distil_multi`` into a
+   multi-corpus student with the same heads, on the teacher's corpora (a corpora config whose corpus names
+   and tag sets are the teacher's heads): every sentence of every corpus, and the unlabelled text, gets
+   every head's targets, so each head also learns from the other corpora's text.
 2. Every training sentence — labelled first, then unlabelled text in file order — gets the teacher's
    targets (``targets.py``); labelled ones may mix in their gold path (``DistilConfig.gold_weight``).
 3. The student is trained like any model (same vocabulary building from *all* its training text, same
@@ -25,9 +28,11 @@ from nerservice.config import NerConfig
 from nerservice.data import Sentence
 from nerservice.data.unlabelled import UnlabelledText
 from nerservice.distil.config import DistilConfig
-from nerservice.distil.student import StudentTagger
+from nerservice.distil.student import MultiStudentTagger, StudentTagger
 from nerservice.distil.targets import TeacherTargets, build_targets
-from nerservice.errors import ConfigError, ModelLoadError
+from nerservice.errors import ConfigError
+from nerservice.multi.config import CorporaConfig
+from nerservice.multi.corpora import CorpusSplits
 from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary
 from nerservice.training.trainer import TrainCallback, TrainOutcome
 
@@ -36,7 +41,7 @@ from nerservice.training.trainer import TrainCallback, TrainOutcome
 class DistilPlan:
     """The ``training.trainer.Distillation`` that ``train()`` takes."""
 
-    tags: TagVocabulary
+    tags: TagVocabulary | MultiTagVocabulary
     targets: TeacherTargets
     record: dict[str, Any]
     labelled: int  # the first sentences of the student's training data are the labelled corpus
@@ -60,10 +65,14 @@ class Teacher:
     info: dict[str, Any]
 
     @property
-    def tags(self) -> TagVocabulary:
+    def tags(self) -> TagVocabulary | MultiTagVocabulary:
         tags = self.loaded.vocabs.tags
-        assert isinstance(tags, TagVocabulary)
+        assert isinstance(tags, (TagVocabulary, MultiTagVocabulary))
         return tags
+
+    @property
+    def multi(self) -> bool:
+        return isinstance(self.loaded.vocabs.tags, MultiTagVocabulary)
 
 
 def teacher_from(loaded: Any, *, ref: str, path: str | Path, name: str, version: str) -> Teacher:
@@ -71,13 +80,11 @@ def teacher_from(loaded: Any, *, ref: str, path: str | Path, name: str, version:
     to ``path``, ``name`` and ``version`` (``artifacts.resolve``: see ``cli/distil_cmd.load_teacher``)."""
     from nerservice.artifacts.ensemble_folder import is_ensemble_dir
 
-    if isinstance(loaded.vocabs.tags, MultiTagVocabulary):
-        raise ModelLoadError(f"{ref}: a multi-corpus model cannot be a teacher (yet)", path=str(path),
-                             hint="distil from single-corpus models or an ensemble of them")
     members = len(getattr(loaded, "members", [])) or 1
+    tags = loaded.vocabs.tags
     info = {"ref": ref, "path": str(Path(path).resolve()), "name": name, "version": version,
-            "kind": "ensemble" if is_ensemble_dir(path) else "model", "members": members,
-            "tags": loaded.vocabs.tags.tags}
+            "kind": "ensemble" if is_ensemble_dir(path) else "model", "members": members, "tags": tags.tags,
+            **({"heads": tags.names} if isinstance(tags, MultiTagVocabulary) else {})}
     return Teacher(loaded, info)
 
 
@@ -96,6 +103,11 @@ def unlabelled_sentences(text: UnlabelledText) -> list[Sentence]:
             for toks, (f, line) in zip(text.sentences, text.where)]
 
 
+def fixed_epochs(config: NerConfig, keep: Literal["best", "last"]) -> NerConfig:
+    """keep "last": exactly training.epochs epochs: dev F1 neither selects nor stops (a time budget still can)."""
+    return config.with_overrides({"training.patience": config.training.epochs}) if keep == "last" else config
+
+
 def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, train_data: Sequence[Sentence],
            dev_data: Sequence[Sentence], test_data: Sequence[Sentence] | None = None,
            unlabelled: UnlabelledText | None = None, out_dir: str | Path, sources: dict[str, Any] | None = None,
@@ -105,9 +117,12 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
     from nerservice.metrics import evaluate_predictor
     from nerservice.training.trainer import train
 
-    if keep == "last":  # exactly training.epochs epochs: dev F1 neither selects nor stops (a time budget still can)
-        config = config.with_overrides({"training.patience": config.training.epochs})
+    if teacher.multi:
+        raise ConfigError(f"{teacher.info['ref']} is a multi-corpus model (heads {teacher.info['heads']}): its "
+                          "student is distilled on its corpora", hint="nerservice distil --corpora CORPORA.json")
+    config = fixed_epochs(config, keep)
     tags = teacher.tags
+    assert isinstance(tags, TagVocabulary)
     check_tags(tags, {"train": train_data, "dev": dev_data, **({"test": test_data} if test_data else {})})
     extra = unlabelled_sentences(unlabelled) if unlabelled is not None else []
     sentences = [*train_data, *extra]
@@ -137,5 +152,72 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
                     embeddings=config.model.embeddings, out_dir=out_dir, sources=sources, callbacks=callbacks,
                     resume=resume, progress=progress, keep=keep, distillation=plan)
     teacher_test = evaluate_predictor(predictor, test_data) if test_data else None
+    return DistilOutcome(outcome=outcome, teacher=teacher.info, teacher_test=teacher_test,
+                         targets_seconds=targets_seconds)
+
+
+def check_heads(tags: MultiTagVocabulary, corpora: Sequence[CorpusSplits]) -> None:
+    """The corpora must be the teacher's heads, in its order, each within its head's tag set."""
+    names = [c.name for c in corpora]
+    if names != tags.names:
+        raise ConfigError(f"the corpora config names {names}; the teacher's heads are {tags.names}",
+                          hint="distil on the teacher's corpora config (the corpora, in its order)")
+    for c in corpora:
+        _, head = tags.head(c.name)
+        check_tags(head, {f"{c.name}/{split}": part for split, part in
+                          (("train", c.train), ("dev", c.dev), ("test", c.test or [])) if part})
+
+
+def distil_multi(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, corpora_config: CorporaConfig,
+                 corpora: Sequence[CorpusSplits], unlabelled: UnlabelledText | None = None, out_dir: str | Path,
+                 sources: dict[str, Any] | None = None, callbacks: Sequence[TrainCallback] = (), resume: bool = True,
+                 progress: bool = True, keep: Literal["best", "last"] = "best") -> DistilOutcome:
+    """A multi-corpus teacher into a multi-corpus student (``train_multi`` with the teacher's targets).
+    ``corpora``: as ``read_corpora`` gives them; for the final protocol the caller passes them
+    ``with_dev_in_train`` and ``keep="last"``."""
+    from nerservice.lineage import corpus_fingerprint
+    from nerservice.multi.corpora import namespaced
+    from nerservice.multi.evaluation import evaluate_heads
+    from nerservice.multi.trainer import train_multi
+
+    tags = teacher.tags
+    if not isinstance(tags, MultiTagVocabulary):
+        raise ConfigError(f"{teacher.info['ref']} is a single-corpus model: --corpora is for a multi-corpus "
+                          "teacher", hint="distil it with --train/--dev")
+    check_heads(tags, corpora)
+    config = fixed_epochs(config, keep)
+    labelled = [s for c in corpora for s in namespaced(c.name, c.train)]
+    extra = unlabelled_sentences(unlabelled) if unlabelled is not None else []
+    gold: list[np.ndarray | None] = [np.array([tags.id(t) for t in s.tags], dtype=np.int64) for s in labelled]
+    gold += [None] * len(extra)
+    predictor = teacher.loaded.predictor(batch_size=config.training.eval_batch_size)
+    t0 = time.perf_counter()
+    targets, _ = build_targets(predictor, [s.tokens for s in [*labelled, *extra]],
+                               temperature=distil_config.temperature, gold=gold,
+                               gold_weight=distil_config.gold_weight, chunk=distil_config.teacher_chunk,
+                               batch_size=config.training.eval_batch_size, heads=tags.slices)
+    targets_seconds = time.perf_counter() - t0
+    if progress:
+        print(f"teacher targets ({len(tags.names)} heads) for {len(labelled) + len(extra)} sentences "
+              f"({targets.unary.shape[0]} tokens) in {targets_seconds:.1f} s", flush=True)
+    record = {
+        "teacher": teacher.info,
+        "labelled": {"sentences": len(labelled), "tokens": sum(len(s.tokens) for s in labelled),
+                     "per_corpus": {c.name: len(c.train) for c in corpora},
+                     "fingerprint": corpus_fingerprint(labelled)},
+        "unlabelled": ({"files": unlabelled.files, "sentences": len(extra), "tokens": unlabelled.tokens,
+                        "fingerprint": corpus_fingerprint(extra)} if unlabelled is not None else None),
+        "settings": distil_config.model_dump(mode="json"),
+        "loss": "sum over heads of the cross-entropy of the student's head against the teacher's head "
+                "(exact marginals), on every sentence",
+        "targets_seconds": round(targets_seconds, 2),
+    }
+    plan = DistilPlan(tags=tags, targets=targets, record=record, labelled=len(labelled),
+                      tagger_cls=MultiStudentTagger)
+    outcome = train_multi(config, corpora_config, corpora, embeddings=config.model.embeddings, out_dir=out_dir,
+                          sources=sources, callbacks=callbacks, resume=resume, progress=progress, keep=keep,
+                          distillation=plan, unlabelled=extra)
+    tests = {c.name: c.test for c in corpora if c.test}
+    teacher_test = evaluate_heads(predictor, tests) if tests else None
     return DistilOutcome(outcome=outcome, teacher=teacher.info, teacher_test=teacher_test,
                          targets_seconds=targets_seconds)

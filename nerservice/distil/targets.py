@@ -9,6 +9,11 @@ other corpora's train+devel text (~1.2M tokens, K = 3) that is ~15 MB of float32
 
 Labelled sentences may mix in their gold path: target = w * gold + (1 - w) * q (``DistilConfig.gold_weight``)
 — exactly the weighted sum of the two losses, since the cross-entropy is linear in the target's counts.
+
+A multi-corpus teacher (one CRF head per corpus, ``nerservice/multi``) defines one distribution per head, each
+over its own tag columns: every sentence gets every head's marginals, side by side in one K-column target
+(head h's on its columns, 0 elsewhere). A labelled sentence's gold path belongs to one head (its corpus's),
+so its gold is mixed into that head's block only.
 """
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ import numpy as np
 
 from nerservice.model.batching import bucketed_batches
 from nerservice.model.decode import CrfParams, expected_counts
+from nerservice.model.heads import head_crf
 from nerservice.model.predictor import TagPredictor
 from nerservice.text.inputs import TEACHER_PAIRS, TEACHER_UNARY
 
@@ -103,18 +109,30 @@ class TeacherTargets:
 
 def build_targets(teacher: TagPredictor, sentences: Sequence[Sequence[str]], *, temperature: float,
                   gold: Sequence[np.ndarray | None], gold_weight: float, chunk: int,
-                  batch_size: int = 256) -> tuple[TeacherTargets, list[np.ndarray]]:
+                  batch_size: int = 256,
+                  heads: Sequence[slice] | None = None) -> tuple[TeacherTargets, list[np.ndarray]]:
     """The targets of every sentence (``gold[i]``: its tag ids, or None for unlabelled text), and the
-    teacher's emissions (float32), which callers reuse (e.g. to decode the teacher's own tags)."""
+    teacher's emissions (float32), which callers reuse (e.g. to decode the teacher's own tags).
+    ``heads``: a multi-corpus teacher's column slices (``MultiTagVocabulary.slices``); None = one head."""
     emissions = teacher_emissions(teacher, sentences, chunk=chunk)
-    crf = teacher.crf_params()
+    crf = scaled(teacher.crf_params(), temperature)
     k = crf.transitions.shape[0]
-    node, pairs = posteriors([e / temperature for e in emissions], scaled(crf, temperature), batch_size=batch_size)
+    blocks = list(heads) if heads is not None else [slice(0, k)]
+    node = [np.zeros((len(e), k), np.float32) for e in emissions]
+    pairs = np.zeros((len(emissions), k, k), np.float32)
+    for cols in blocks:
+        h_node, h_pairs = posteriors([e[:, cols] / temperature for e in emissions], head_crf(crf, cols),
+                                     batch_size=batch_size)
+        for i, n in enumerate(h_node):
+            node[i][:, cols] = n
+        pairs[:, cols, cols] = h_pairs
     if gold_weight > 0:
         for i, tags in enumerate(gold):
             if tags is None or len(tags) == 0:
                 continue
-            g_node, g_pairs = gold_counts(np.asarray(tags), k)
-            node[i] = gold_weight * g_node + (1 - gold_weight) * node[i]
-            pairs[i] = gold_weight * g_pairs + (1 - gold_weight) * pairs[i]
+            tags = np.asarray(tags)
+            cols = next(c for c in blocks if c.start <= tags[0] < c.stop)  # the gold path's head
+            g_node, g_pairs = gold_counts(tags - cols.start, cols.stop - cols.start)
+            node[i][:, cols] = gold_weight * g_node + (1 - gold_weight) * node[i][:, cols]
+            pairs[i][cols, cols] = gold_weight * g_pairs + (1 - gold_weight) * pairs[i][cols, cols]
     return TeacherTargets.build(node, pairs), emissions

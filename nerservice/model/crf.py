@@ -83,11 +83,21 @@ class CRF(keras.layers.Layer):
         expectation under q only needs q's marginals.  A one-hot q (a gold path) gives the NLL; a teacher
         CRF's posteriors give sequence-level knowledge distillation (``nerservice/distil``)."""
         emissions = ops.cast(emissions, "float32")
+        lengths = ops.cast(lengths, "int32")
+        mask = ops.cast(sequence_mask(lengths, ops.shape(emissions)[1]), "float32")
+        log_z = self.log_partition(emissions, mask)
+        expected = self.expected_score(emissions, unary, pairs, lengths)
+        return ops.where(lengths > 0, log_z - expected, ops.zeros_like(log_z))
+
+    def expected_score(self, emissions: Any, unary: Any, pairs: Any, lengths: Any) -> Any:
+        """E_q[score(y)] per sentence (B,) for q given by its expected counts (``cross_entropy``); linear in
+        them, so targets that are sums of several distributions' counts (a multi-corpus teacher's heads,
+        each on its own columns) give the sum of their expected scores."""
+        emissions = ops.cast(emissions, "float32")
         unary = ops.cast(unary, "float32")
         pairs = ops.cast(pairs, "float32")
         lengths = ops.cast(lengths, "int32")
-        t = ops.shape(emissions)[1]
-        mask = ops.cast(sequence_mask(lengths, t), "float32")
+        mask = ops.cast(sequence_mask(lengths, ops.shape(emissions)[1]), "float32")
         unary = unary * ops.expand_dims(mask, 2)
         trans = ops.convert_to_tensor(self.transitions)
         start = ops.convert_to_tensor(self.start)
@@ -97,9 +107,7 @@ class CRF(keras.layers.Layer):
         expected += ops.sum(unary[:, 0] * ops.expand_dims(start, 0), axis=1)
         last = ops.maximum(lengths - 1, 0)
         last_unary = ops.squeeze(ops.take_along_axis(unary, ops.reshape(last, (-1, 1, 1)), axis=1), 1)
-        expected += ops.sum(last_unary * ops.expand_dims(end, 0), axis=1)
-        log_z = self.log_partition(emissions, mask)
-        return ops.where(lengths > 0, log_z - expected, ops.zeros_like(log_z))
+        return expected + ops.sum(last_unary * ops.expand_dims(end, 0), axis=1)
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "n_tags": self.n_tags}

@@ -50,6 +50,7 @@ class MultiNerTagger(NerTagger):
 
 def build_multi_tagger(model_config: ModelConfig, *, tags: MultiTagVocabulary, n_words: int, n_chars: int,
                        word_vectors: np.ndarray | None = None, seed: int = 42,
-                       **lm: Any) -> NerTagger:
+                       cls: type[MultiNerTagger] | None = None, **lm: Any) -> NerTagger:
+    """``cls``: a subclass that trains differently (a distillation student: ``nerservice/distil/student.py``)."""
     return build_tagger(model_config, n_words=n_words, n_chars=n_chars, n_tags=len(tags), word_vectors=word_vectors,
-                        seed=seed, cls=MultiNerTagger, column_heads=tags.column_heads().tolist(), **lm)
+                        seed=seed, cls=cls or MultiNerTagger, column_heads=tags.column_heads().tolist(), **lm)

@@ -6,7 +6,8 @@ Per corpus: its tag columns of the emission layer and its CRF block (``nerservic
 Batches follow ``CorporaConfig.batching``; early stopping and model-best use the mean over corpora of the
 dev entity F1 (each corpus on its own head). Output folders as ``nerservice.training.trainer.train``;
 the saved folders have format ``nerservice.multi.v1`` and hold ``multi.json`` (corpora, label maps, the
-overlap rule).
+overlap rule).  With a ``distillation`` (``nerservice/distil``) every training sentence, labelled or not,
+trains every head on a multi-corpus teacher's targets; unlabelled text is one more batch group.
 """
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ import numpy as np
 
 from nerservice.artifacts.layout import CHECKPOINT
 from nerservice.config import NerConfig
+from nerservice.data import Sentence
 from nerservice.model.batching import bucketed_batches
 from nerservice.multi.config import CorporaConfig
 from nerservice.multi.corpora import CorpusSplits, namespaced, tag_vocabulary, with_dev_in_train
 from nerservice.multi.evaluation import evaluate_heads
-from nerservice.text.vocab import HEAD_SEP, Vocabularies
+from nerservice.text.vocab import HEAD_SEP, MultiTagVocabulary, Vocabularies
 from nerservice.training.trainer import (
+    Distillation,
     TrainCallback,
     TrainOutcome,
     config_with_vectors,
@@ -83,9 +86,13 @@ def train_multi(
     world: int = 1,
     keep: Literal["best", "last"] = "best",
     recipe: dict[str, Any] | None = None,
+    distillation: Distillation | None = None,
+    unlabelled: Sequence[Sentence] = (),
 ) -> TrainOutcome:
     """Train one model on ``corpora`` (from ``read_corpora``); same distributed contract as ``train``, and
-    the same ``keep``/``recipe`` (the final-model recipe's phase 2 passes corpora ``with_dev_in_train``)."""
+    the same ``keep``/``recipe`` (the final-model recipe's phase 2 passes corpora ``with_dev_in_train``).
+    ``distillation``: a student of a multi-corpus teacher, whose targets cover the corpora's training
+    sentences in corpus order, then ``unlabelled`` (tags never read)."""
     from nerservice import backend
     from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
     from nerservice.charlm.attach import lm_arguments, resolve_char_lm
@@ -100,30 +107,37 @@ def train_multi(
     config, char_lm, char_lm_record = resolve_char_lm(config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    train_all = [s for c in corpora for s in namespaced(c.name, c.train)]
+    tags = distillation.tags if distillation is not None else tag_vocabulary(corpora)
+    assert isinstance(tags, MultiTagVocabulary)
+    # unlabelled text gets placeholder tags of the first head: the encoder needs tag ids, the student's loss
+    # reads the teacher's targets only
+    placeholder = f"{tags.names[0]}{HEAD_SEP}O"
+    extra = [Sentence(s.tokens, (placeholder,) * len(s.tokens), file=s.file, line=s.line) for s in unlabelled]
+    train_all = [s for c in corpora for s in namespaced(c.name, c.train)] + extra
     others = [s for c in corpora for s in c.dev + (c.test or [])]
     vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_all, others, embeddings, progress=progress)
-    tags = tag_vocabulary(corpora)
     vocabs = Vocabularies(words=vocabs.words, chars=vocabs.chars, tags=tags,
                           lm_chars=char_lm.vocab if char_lm is not None else None)
     # Types named per corpus ("bc5cdr|Chemical"): each corpus's strings are chosen on its own text.
     vocabs, gazetteer_ids, gazetteer_record = with_gazetteer(
-        vocabs, config, [(f"{c.name}{HEAD_SEP}", c.train) for c in corpora])
+        vocabs, config, [(f"{c.name}{HEAD_SEP}", c.train) for c in corpora], unlabelled=extra)
     if gazetteer_record:
         vocab_stats = {**vocab_stats, "gazetteer": gazetteer_record}
-    starts = np.cumsum([0] + [len(c.train) for c in corpora])
+    starts = np.cumsum([0] + [len(c.train) for c in corpora] + ([len(extra)] if extra else []))
     groups = [np.arange(a, b) for a, b in zip(starts[:-1], starts[1:])]
+    weights = list(corpora_config.weights) + ([1.0] if extra else [])
     lengths = np.array([len(s.tokens) for s in train_all], dtype=np.int64)
     plan_fn = None
     if corpora_config.batching == "per-corpus":
         def plan_fn(epoch: int) -> list[np.ndarray]:
-            return corpus_plan(groups, lengths, config, epoch, world, corpora_config.weights)
+            return corpus_plan(groups, lengths, config, epoch, world, weights)
 
     chief = rank == 0
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
     with scope:
         model = build_multi_tagger(config.model, tags=tags, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                                    word_vectors=matrix, seed=config.training.seed,
+                                   cls=distillation.tagger_cls if distillation is not None else None,
                                    **lm_arguments(char_lm), **gazetteer_arguments(vocabs))
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
@@ -133,7 +147,8 @@ def train_multi(
                  for split, part in (("train", c.train), ("dev", c.dev), ("test", c.test)) if part},
         config_hash=config.fingerprint(), sources=sources or {}, backend=backend.current(),
         extra={"vocab": vocab_stats, "corpora": corpora_config.names, **({"recipe": recipe} if recipe else {}),
-               **({"char_lm": char_lm_record} if char_lm_record else {})})
+               **({"char_lm": char_lm_record} if char_lm_record else {}),
+               **({"distillation": distillation.record} if distillation is not None else {})})
     dev_sets = {c.name: c.dev for c in corpora}
     checkpointer = Checkpointer(out, vocabs=vocabs, config=config, lineage=lineage, enabled=chief, fmt=MULTI_FORMAT,
                                 extra_files={MULTI: multi_manifest(corpora_config)}, keep=keep)
@@ -144,6 +159,7 @@ def train_multi(
     loop = EpochLoop(step, vocabs, config, train_all, evaluate=lambda: evaluate_heads(predictor, dev_sets),
                      state=state, progress=progress and chief, rank=rank, world=world, plan_fn=plan_fn,
                      on_checkpoint=lambda: checkpointer.save_checkpoint(model, step.optimizer, loop.state),
+                     extra_batch=distillation.batch if distillation is not None else None,
                      gazetteer_ids=gazetteer_ids)
     for record, is_best in loop:
         record["dev_f1_per_corpus"] = {c: m["micro"]["f1"] for c, m in loop.last_dev["per_corpus"].items()}

@@ -20,7 +20,7 @@ from nerservice.data import Sentence
 from nerservice.errors import ConfigError
 from nerservice.metrics import evaluate_predictor
 from nerservice.text.gazetteer import build_for_training
-from nerservice.text.vocab import TagVocabulary, Vocabularies, Vocabulary, normalize_word
+from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary, Vocabularies, Vocabulary, normalize_word
 
 
 class TrainCallback(Protocol):
@@ -33,7 +33,7 @@ class Distillation(Protocol):
     """What ``train()`` needs to train a distillation student (``nerservice/distil/run.py``): the teacher's
     tag set (the student's, column for column), the student class, the batch targets, the lineage record."""
 
-    tags: TagVocabulary
+    tags: TagVocabulary | MultiTagVocabulary  # multi: a multi-corpus teacher's (``train_multi``)
     tagger_cls: type[Any]
     record: dict[str, Any]
     labelled: int  # the first ``labelled`` training sentences carry gold tags; the rest is unlabelled text

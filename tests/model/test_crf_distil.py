@@ -123,3 +123,48 @@ def test_empty_rows_contribute_nothing() -> None:
     ce = ops.convert_to_numpy(crf.cross_entropy(p["emissions"].astype("float32"), rng.random((b, t, k)).astype("float32"),
                                                 rng.random((b, k, k)).astype("float32"), p["lengths"]))
     assert ce[1] == 0.0
+
+
+def _block(p: dict[str, np.ndarray], cols: slice) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return p["transitions"][cols, cols], p["start"][cols], p["end"][cols]
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_a_multi_corpus_students_loss_is_the_sum_of_its_heads_cross_entropies(seed: int) -> None:
+    """Two heads (columns 0-1 and 2-4) of one K = 5 CRF: the multi-corpus student's loss against both heads'
+    targets side by side is CE(q_0, p_0) + CE(q_1, p_1), each head's distributions enumerated on its own
+    columns and its own block of the transitions (off-block transitions must not matter)."""
+    import tensorflow as tf
+    from keras import ops
+
+    from nerservice.distil.student import multi_head_cross_entropy
+
+    heads = [slice(0, 2), slice(2, 5)]
+    head_cols = np.array([[1, 1, 0, 0, 0], [0, 0, 1, 1, 1]], dtype=np.float32)
+    lengths = (3, 2, 1, 0)
+    student = random_crf_problem(seed, k=5, lengths=lengths, pad=1)
+    teacher = random_crf_problem(seed + 50, k=5, lengths=lengths, pad=1)
+    b, t, k = student["emissions"].shape
+    unary, pairs = np.zeros((b, t, k), np.float32), np.zeros((b, k, k), np.float32)
+    want = np.zeros(b)
+    for i, n in enumerate(lengths):
+        if n == 0:
+            continue
+        for cols in heads:
+            paths, q = _distribution(teacher["emissions"][i, :n, cols], *_block(teacher, cols))
+            _, ps = _distribution(student["emissions"][i, :n, cols], *_block(student, cols))
+            c = _counts(paths, q, cols.stop - cols.start)
+            unary[i, :n, cols], pairs[i, cols, cols] = c["node"], c["pairs"]
+            want[i] += -(q * np.log(ps)).sum()
+    crf = _crf(student)
+    em = tf.Variable(student["emissions"].astype("float32"))
+    with tf.GradientTape() as tape:
+        got = multi_head_cross_entropy(crf, em, head_cols, unary, pairs, student["lengths"])
+        total = tf.reduce_sum(got)
+    np.testing.assert_allclose(np.asarray(ops.convert_to_numpy(got), np.float64), want, atol=3e-4)
+    g_tr = np.asarray(tape.gradient(total, crf.transitions))
+    assert not g_tr[0:2, 2:5].any() and not g_tr[2:5, 0:2].any(), "off-block transitions are never trained"
+    # one head over every column is exactly the single-corpus cross-entropy
+    one = multi_head_cross_entropy(crf, em, np.ones((1, k), np.float32), unary / 2, pairs / 2, student["lengths"])
+    single = crf.cross_entropy(em, unary / 2, pairs / 2, student["lengths"])
+    np.testing.assert_allclose(ops.convert_to_numpy(one), ops.convert_to_numpy(single), atol=1e-4)
