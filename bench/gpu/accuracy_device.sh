@@ -62,6 +62,11 @@
 #      30-s idle release, as Z followed Y): AB trains and scores the teachers and their ensemble (--teachers-only,
 #      folders left in /tmp/distil on the device), AC distils 3 students (seeds 42/1/2, 20 epochs as AA) from them with
 #      the whole call for the students; AC fails at once if the machine was released in between
+# Session 13 (prepared, not run: `nerservice distil --corpora`, a multi-corpus teacher's student, is new):
+#   AF: after Y and then "Z" with SEEDS=1 only (the three four-corpus final models of session 12, left in
+#      /tmp/multi-final-S on the same warm machine), their ensemble and one multi-corpus student (the product's
+#      `nerservice distil --corpora --keep last --dev-in-train`: every corpus's train + devel, every sentence
+#      training every head; 16 epochs); the student's and the ensemble's per-corpus test F1 in one JSON
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -270,6 +275,14 @@ AC)
     pids="${pids:-} $!"
   done
   wait $pids ;;
+AF)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  T=""; for s in 42 1 2; do T="$T /tmp/multi-final-$s/model-last"; done
+  ls $T > /dev/null || exit 1
+  python3 -m nerservice.cli.main ensemble $T --out /tmp/multi-ens > $R/multi-ens.log 2>&1 || exit 1
+  timeout 560 python3 -m nerservice.cli.main distil --teacher /tmp/multi-ens --corpora $D/corpora-w.json $V \
+    --keep last --dev-in-train --set training.epochs=16 --set training.bucket_size=32 --set training.max_minutes=6 \
+    --out /tmp/multi-student --quiet --json > $R/multi-student.json 2> $R/multi-student.log ;;
 esac
 kill $mon
 pack

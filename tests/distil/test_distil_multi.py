@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -75,7 +76,8 @@ def test_a_multi_corpus_ensemble_distils_into_one_multi_corpus_model(work: dict[
     flat = np.concatenate([np.array(t) for t in want])
     majority = float(np.unique(flat, return_counts=True)[1].max() / flat.size)
     cfg = student.config.model
-    untrained = build_multi_tagger(cfg, tags=student.vocabs.tags, n_words=len(student.vocabs.words),
+    heads: Any = student.vocabs.tags
+    untrained = build_multi_tagger(cfg, tags=heads, n_words=len(student.vocabs.words),
                                    n_chars=len(student.vocabs.chars), seed=student.config.training.seed)
     before = _agreement(Predictor(untrained, student.vocabs, max_word_length=cfg.max_word_length).predict_tags(held),
                         want)
@@ -90,10 +92,10 @@ def test_every_sentence_gets_every_heads_targets(work: dict[str, Path]) -> None:
     from nerservice.distil.targets import build_targets
 
     teacher = load_model(work["teacher"])
-    tags = teacher.vocabs.tags
+    tags: Any = teacher.vocabs.tags
     sents = read_corpus(work["config"].parent / "dis" / "dev.tsv").sentences[:6]
     gold = [np.array([tags.id(f"dis|{t}") for t in s.tags]) for s in sents]
-    kw = dict(temperature=1.0, chunk=4, heads=tags.slices)
+    kw: dict[str, Any] = dict(temperature=1.0, chunk=4, heads=tags.slices)
     pure, _ = build_targets(teacher.predictor(), [s.tokens for s in sents], gold=gold, gold_weight=0.0, **kw)
     mixed, _ = build_targets(teacher.predictor(), [s.tokens for s in sents], gold=gold, gold_weight=1.0, **kw)
     dis, chem = tags.slices
