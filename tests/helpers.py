@@ -245,3 +245,16 @@ class Block(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Block())
 sys.argv = ["standalone", sys.argv[1]]
 """
+
+
+def agreement_with_teacher(student: Any, teacher: Any, untrained: Any, held: list[list[str]]) -> tuple[float, float, float]:
+    """A distillation student's share of the teacher's tags on ``held`` sentences, beside the teacher's
+    majority-tag rate and the same student untrained (predictors all three): (student, majority, untrained)."""
+    want = teacher.predict_tags(held)
+
+    def agreement(got: list[list[str]]) -> float:
+        return float(np.mean(np.concatenate([np.array(x) == np.array(y) for x, y in zip(got, want)])))
+
+    flat = np.concatenate([np.array(t) for t in want])
+    majority = float(np.unique(flat, return_counts=True)[1].max() / flat.size)
+    return agreement(student.predict_tags(held)), majority, agreement(untrained.predict_tags(held))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -46,6 +46,7 @@ class DistilPlan:
     record: dict[str, Any]
     labelled: int  # the first sentences of the student's training data are the labelled corpus
     tagger_cls: type[Any] = StudentTagger
+    unlabelled: list[Sentence] = field(default_factory=list)  # after them: the unlabelled text, in this order
 
     def batch(self, rows: np.ndarray, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         return self.targets.batch(rows, batch)
@@ -108,12 +109,46 @@ def fixed_epochs(config: NerConfig, keep: Literal["best", "last"]) -> NerConfig:
     return config.with_overrides({"training.patience": config.training.epochs}) if keep == "last" else config
 
 
+def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, distil_config: DistilConfig, *,
+                      labelled: Sequence[Sentence], unlabelled: UnlabelledText | None, loss: str, progress: bool,
+                      tagger_cls: type[Any], labelled_extra: dict[str, Any] | None = None) -> DistilPlan:
+    """The teacher's targets for ``labelled`` (tags in the teacher's columns) then the unlabelled text, and
+    the lineage record: what ``distil`` and ``distil_multi`` share."""
+    from nerservice.lineage import corpus_fingerprint
+
+    tags = teacher.tags
+    extra = unlabelled_sentences(unlabelled) if unlabelled is not None else []
+    sentences = [*labelled, *extra]
+    gold: list[np.ndarray | None] = [np.array([tags.id(t) for t in s.tags], dtype=np.int64) for s in labelled]
+    gold += [None] * len(extra)
+    heads = tags.slices if isinstance(tags, MultiTagVocabulary) else None
+    t0 = time.perf_counter()
+    targets, _ = build_targets(predictor, [s.tokens for s in sentences], temperature=distil_config.temperature,
+                               gold=gold, gold_weight=distil_config.gold_weight, chunk=distil_config.teacher_chunk,
+                               batch_size=config.training.eval_batch_size, heads=heads)
+    seconds = time.perf_counter() - t0
+    if progress:
+        print(f"teacher targets{f' ({len(heads)} heads)' if heads else ''} for {len(sentences)} sentences "
+              f"({targets.unary.shape[0]} tokens) in {seconds:.1f} s", flush=True)
+    record = {
+        "teacher": teacher.info,
+        "labelled": {"sentences": len(labelled), "tokens": sum(len(s.tokens) for s in labelled),
+                     **(labelled_extra or {}), "fingerprint": corpus_fingerprint(labelled)},
+        "unlabelled": ({"files": unlabelled.files, "sentences": len(extra), "tokens": unlabelled.tokens,
+                        "fingerprint": corpus_fingerprint(extra)} if unlabelled is not None else None),
+        "settings": distil_config.model_dump(mode="json"),
+        "loss": loss,
+        "targets_seconds": round(seconds, 2),
+    }
+    return DistilPlan(tags=tags, targets=targets, record=record, labelled=len(labelled), tagger_cls=tagger_cls,
+                      unlabelled=extra)
+
+
 def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, train_data: Sequence[Sentence],
            dev_data: Sequence[Sentence], test_data: Sequence[Sentence] | None = None,
            unlabelled: UnlabelledText | None = None, out_dir: str | Path, sources: dict[str, Any] | None = None,
            callbacks: Sequence[TrainCallback] = (), resume: bool = True, progress: bool = True,
            keep: Literal["best", "last"] = "best") -> DistilOutcome:
-    from nerservice.lineage import corpus_fingerprint
     from nerservice.metrics import evaluate_predictor
     from nerservice.training.trainer import train
 
@@ -124,36 +159,16 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
     tags = teacher.tags
     assert isinstance(tags, TagVocabulary)
     check_tags(tags, {"train": train_data, "dev": dev_data, **({"test": test_data} if test_data else {})})
-    extra = unlabelled_sentences(unlabelled) if unlabelled is not None else []
-    sentences = [*train_data, *extra]
-    gold: list[np.ndarray | None] = [np.array([tags.id(t) for t in s.tags], dtype=np.int64) for s in train_data]
-    gold += [None] * len(extra)
     predictor = teacher.loaded.predictor(batch_size=config.training.eval_batch_size)
-    t0 = time.perf_counter()
-    targets, _ = build_targets(predictor, [s.tokens for s in sentences], temperature=distil_config.temperature,
-                               gold=gold, gold_weight=distil_config.gold_weight, chunk=distil_config.teacher_chunk,
-                               batch_size=config.training.eval_batch_size)
-    targets_seconds = time.perf_counter() - t0
-    if progress:
-        print(f"teacher targets for {len(sentences)} sentences ({targets.unary.shape[0]} tokens) in "
-              f"{targets_seconds:.1f} s", flush=True)
-    record = {
-        "teacher": teacher.info,
-        "labelled": {"sentences": len(train_data), "tokens": sum(len(s.tokens) for s in train_data),
-                     "fingerprint": corpus_fingerprint(train_data)},
-        "unlabelled": ({"files": unlabelled.files, "sentences": len(extra), "tokens": unlabelled.tokens,
-                        "fingerprint": corpus_fingerprint(extra)} if unlabelled is not None else None),
-        "settings": distil_config.model_dump(mode="json"),
-        "loss": "cross-entropy of the student's CRF against the teacher's CRF distribution (exact marginals)",
-        "targets_seconds": round(targets_seconds, 2),
-    }
-    plan = DistilPlan(tags=tags, targets=targets, record=record, labelled=len(train_data))
-    outcome = train(config, train_data=sentences, dev_data=dev_data, test_data=test_data,
+    plan = plan_distillation(teacher, predictor, config, distil_config, labelled=train_data, unlabelled=unlabelled,
+                             loss="cross-entropy of the student's CRF against the teacher's CRF distribution "
+                                  "(exact marginals)", progress=progress, tagger_cls=StudentTagger)
+    outcome = train(config, train_data=[*train_data, *plan.unlabelled], dev_data=dev_data, test_data=test_data,
                     embeddings=config.model.embeddings, out_dir=out_dir, sources=sources, callbacks=callbacks,
                     resume=resume, progress=progress, keep=keep, distillation=plan)
     teacher_test = evaluate_predictor(predictor, test_data) if test_data else None
     return DistilOutcome(outcome=outcome, teacher=teacher.info, teacher_test=teacher_test,
-                         targets_seconds=targets_seconds)
+                         targets_seconds=plan.record["targets_seconds"])
 
 
 def check_heads(tags: MultiTagVocabulary, corpora: Sequence[CorpusSplits]) -> None:
@@ -175,7 +190,6 @@ def distil_multi(config: NerConfig, distil_config: DistilConfig, *, teacher: Tea
     """A multi-corpus teacher into a multi-corpus student (``train_multi`` with the teacher's targets).
     ``corpora``: as ``read_corpora`` gives them; for the final protocol the caller passes them
     ``with_dev_in_train`` and ``keep="last"``."""
-    from nerservice.lineage import corpus_fingerprint
     from nerservice.multi.corpora import namespaced
     from nerservice.multi.evaluation import evaluate_heads
     from nerservice.multi.trainer import train_multi
@@ -186,38 +200,17 @@ def distil_multi(config: NerConfig, distil_config: DistilConfig, *, teacher: Tea
                           "teacher", hint="distil it with --train/--dev")
     check_heads(tags, corpora)
     config = fixed_epochs(config, keep)
-    labelled = [s for c in corpora for s in namespaced(c.name, c.train)]
-    extra = unlabelled_sentences(unlabelled) if unlabelled is not None else []
-    gold: list[np.ndarray | None] = [np.array([tags.id(t) for t in s.tags], dtype=np.int64) for s in labelled]
-    gold += [None] * len(extra)
     predictor = teacher.loaded.predictor(batch_size=config.training.eval_batch_size)
-    t0 = time.perf_counter()
-    targets, _ = build_targets(predictor, [s.tokens for s in [*labelled, *extra]],
-                               temperature=distil_config.temperature, gold=gold,
-                               gold_weight=distil_config.gold_weight, chunk=distil_config.teacher_chunk,
-                               batch_size=config.training.eval_batch_size, heads=tags.slices)
-    targets_seconds = time.perf_counter() - t0
-    if progress:
-        print(f"teacher targets ({len(tags.names)} heads) for {len(labelled) + len(extra)} sentences "
-              f"({targets.unary.shape[0]} tokens) in {targets_seconds:.1f} s", flush=True)
-    record = {
-        "teacher": teacher.info,
-        "labelled": {"sentences": len(labelled), "tokens": sum(len(s.tokens) for s in labelled),
-                     "per_corpus": {c.name: len(c.train) for c in corpora},
-                     "fingerprint": corpus_fingerprint(labelled)},
-        "unlabelled": ({"files": unlabelled.files, "sentences": len(extra), "tokens": unlabelled.tokens,
-                        "fingerprint": corpus_fingerprint(extra)} if unlabelled is not None else None),
-        "settings": distil_config.model_dump(mode="json"),
-        "loss": "sum over heads of the cross-entropy of the student's head against the teacher's head "
-                "(exact marginals), on every sentence",
-        "targets_seconds": round(targets_seconds, 2),
-    }
-    plan = DistilPlan(tags=tags, targets=targets, record=record, labelled=len(labelled),
-                      tagger_cls=MultiStudentTagger)
+    plan = plan_distillation(teacher, predictor, config, distil_config,
+                             labelled=[s for c in corpora for s in namespaced(c.name, c.train)],
+                             unlabelled=unlabelled, progress=progress, tagger_cls=MultiStudentTagger,
+                             loss="sum over heads of the cross-entropy of the student's head against the "
+                                  "teacher's head (exact marginals), on every sentence",
+                             labelled_extra={"per_corpus": {c.name: len(c.train) for c in corpora}})
     outcome = train_multi(config, corpora_config, corpora, embeddings=config.model.embeddings, out_dir=out_dir,
                           sources=sources, callbacks=callbacks, resume=resume, progress=progress, keep=keep,
-                          distillation=plan, unlabelled=extra)
+                          distillation=plan, unlabelled=plan.unlabelled)
     tests = {c.name: c.test for c in corpora if c.test}
     teacher_test = evaluate_heads(predictor, tests) if tests else None
     return DistilOutcome(outcome=outcome, teacher=teacher.info, teacher_test=teacher_test,
-                         targets_seconds=targets_seconds)
+                         targets_seconds=plan.record["targets_seconds"])

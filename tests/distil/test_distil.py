@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import save_random_model
+from helpers import agreement_with_teacher, save_random_model
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +29,6 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     paths["unlabelled"], paths["other"] = w / "u.txt", w / "other.tsv"
     paths["out"] = w / "out"
     return paths
-
-
-def _agreement(a: list[list[str]], b: list[list[str]]) -> float:
-    return float(np.mean(np.concatenate([np.array(x) == np.array(y) for x, y in zip(a, b)])))
 
 
 def test_the_student_learns_the_teachers_tags(work: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -76,15 +72,12 @@ def test_the_student_learns_the_teachers_tags(work: dict[str, Path], capsys: pyt
     assert len(entities) == 1 and all(e.label in {"Disease", "Chemical"} for e in entities[0])
 
     held = [s.tokens for s in generate(80, seed=4)]
-    want = teacher.predictor().predict_tags(held)
-    got = _agreement(student.predictor().predict_tags(held), want)
-    flat = np.concatenate([np.array(t) for t in want])
-    majority = float(np.unique(flat, return_counts=True)[1].max() / flat.size)
     cfg = student.config.model
     untrained = build_tagger(cfg, n_words=len(student.vocabs.words), n_chars=len(student.vocabs.chars),
                              n_tags=len(student.vocabs.tags), seed=student.config.training.seed)
-    before = _agreement(Predictor(untrained, student.vocabs, max_word_length=cfg.max_word_length).predict_tags(held),
-                        want)
+    got, majority, before = agreement_with_teacher(
+        student.predictor(), teacher.predictor(), Predictor(untrained, student.vocabs, max_word_length=cfg.max_word_length),
+        held)
     assert got > max(majority, before) + 0.1, (got, majority, before)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers import TINY_OVERRIDES, write_two_corpora
+from helpers import TINY_OVERRIDES, agreement_with_teacher, write_two_corpora
 from nerservice.cli.main import main
 
 pytestmark = [pytest.mark.slow]
@@ -30,10 +30,6 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (w / "u.txt").write_text("\n\n".join("\n".join(s.tokens) for s in generate(50, seed=8)) + "\n", encoding="utf-8")
     return {"config": config, "teacher": w / "teacher" / "ensemble", "member": w / "teacher" / "seed-3" / "model-best",
             "unlabelled": w / "u.txt", "w": w}
-
-
-def _agreement(a: list[list[str]], b: list[list[str]]) -> float:
-    return float(np.mean(np.concatenate([np.array(x) == np.array(y) for x, y in zip(a, b)])))
 
 
 def test_a_multi_corpus_ensemble_distils_into_one_multi_corpus_model(work: dict[str, Path], capsys) -> None:
@@ -71,16 +67,13 @@ def test_a_multi_corpus_ensemble_distils_into_one_multi_corpus_model(work: dict[
     assert Extractor.load(out / LAST).labels == ["Disease", "Drug"]  # serves as any multi-corpus model
 
     held = [s.tokens for s in generate(80, seed=4)]
-    want = teacher.predictor().predict_tags(held)
-    got = _agreement(student.predictor().predict_tags(held), want)
-    flat = np.concatenate([np.array(t) for t in want])
-    majority = float(np.unique(flat, return_counts=True)[1].max() / flat.size)
     cfg = student.config.model
     heads: Any = student.vocabs.tags
     untrained = build_multi_tagger(cfg, tags=heads, n_words=len(student.vocabs.words),
                                    n_chars=len(student.vocabs.chars), seed=student.config.training.seed)
-    before = _agreement(Predictor(untrained, student.vocabs, max_word_length=cfg.max_word_length).predict_tags(held),
-                        want)
+    got, majority, before = agreement_with_teacher(
+        student.predictor(), teacher.predictor(), Predictor(untrained, student.vocabs, max_word_length=cfg.max_word_length),
+        held)
     assert got > max(majority, before) + 0.05, (got, majority, before)
     assert got > 0.9, got
 
