@@ -67,6 +67,12 @@
 #      /tmp/multi-final-S on the same warm machine), their ensemble and one multi-corpus student (the product's
 #      `nerservice distil --corpora --keep last --dev-in-train`: every corpus's train + devel, every sentence
 #      training every head; 16 epochs); the student's and the ensemble's per-corpus test F1 in one JSON
+# Session 14 (issue 14: why the BC5CDR student stops at a member's F1):
+#   AG: AB again (three BC5CDR teachers on train + devel, 24 epochs, their ensemble; folders left in /tmp/distil on the
+#      device) + the ensemble's target confidence (`--target-stats 1 2 3`, bench/gpu/teacher_confidence.py) on its
+#      own training text, on the 0.96M unlabelled tokens and on test, at temperatures 1, 2 and 3
+#   AH: AC with `distil.temperature=2` (three students, seeds 42/1/2, from AG's teachers on the still-warm machine)
+#   AI: AC with a wider student (`model.lstm_units=256`, temperature 1), seeds 42/1/2
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -271,6 +277,23 @@ AC)
     timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
       --unlabelled-corpora NCBI-disease BC2GM linnaeus --teachers $T --set training.bucket_size=32 \
       --set training.epochs=20 --set training.seed=$s --gold-weights 0 --deadline-s 575 --out /tmp/distil-s$s \
+      --json-out $R/distil-bc5cdr-student-$s.json > $R/distil-bc5cdr-student-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done
+  wait $pids ;;
+AG)
+  timeout 570 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR --train-teachers 3 \
+    --unlabelled-corpora NCBI-disease BC2GM linnaeus --teacher-set training.epochs=24 --teacher-set training.max_minutes=6 \
+    --teachers-only --target-stats 1 2 3 --out /tmp/distil --json-out $R/distil-bc5cdr-teachers.json \
+    > $R/distil-bc5cdr-teachers.log 2>&1 ;;
+AH|AI)
+  T=""; for s in 42 1 2; do T="$T /tmp/distil/teacher-$s/model-last"; done
+  ls $T > /dev/null || exit 1
+  case $1 in AH) X="--set distil.temperature=2" ;; AI) X="--set model.lstm_units=256" ;; esac
+  for s in 42 1 2; do
+    timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
+      --unlabelled-corpora NCBI-disease BC2GM linnaeus --teachers $T --set training.bucket_size=32 $X \
+      --set training.epochs=20 --set training.seed=$s --gold-weights 0 --deadline-s 575 --out /tmp/distil-$1-s$s \
       --json-out $R/distil-bc5cdr-student-$s.json > $R/distil-bc5cdr-student-$s.log 2>&1 &
     pids="${pids:-} $!"
   done

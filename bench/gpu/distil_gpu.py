@@ -110,6 +110,9 @@ def main() -> None:
     ap.add_argument("--export-teachers", metavar="DIR", help="copy the teachers' kept model folders to DIR/teacher-S "
                     "(e.g. under $OUT, to carry them into a second call with --teachers)")
     ap.add_argument("--teachers-only", action="store_true", help="stop after the teachers and their ensemble")
+    ap.add_argument("--target-stats", type=float, nargs="*", default=[], metavar="T",
+                    help="the ensemble's target confidence on labelled, unlabelled and test text at these "
+                         "temperatures (bench/gpu/teacher_confidence.py)")
     ap.add_argument("--gold-weights", type=float, nargs="+", default=[0.0], help="one student per value")
     ap.add_argument("--deadline-s", type=float, help="wall-clock budget of the whole run: each student's "
                     "training.max_minutes is cut to what is left (minus --margin-s), and the run says so")
@@ -184,16 +187,29 @@ def main() -> None:
     print(f"ensemble test F1 {result['ensemble']['test']['f1']:.4f}; members "
           f"{[round(m['f1'], 4) for m in result['members_test']]}", flush=True)
     save()
-    if args.teachers_only:
-        print(json.dumps(result, indent=2))
-        return
-
     ner_sets, distil_sets = split_overrides(list(args.set))
     base = DistilConfig().with_overrides(distil_sets)
     files = [Path(args.data) / c / f"{s}.tsv" for c in args.unlabelled_corpora for s in ("train", "devel")]
     unlabelled = (read_unlabelled(files, max_tokens=base.max_unlabelled_tokens,
                                   max_sentence_tokens=base.max_sentence_tokens) if files else None)
     labelled = [*tr, *dv] if args.protocol == "final" else tr
+    if args.target_stats:
+        from teacher_confidence import confidence_stats
+
+        t0 = time.perf_counter()
+        groups = {"labelled": ([s.tokens for s in labelled], [s.tags for s in labelled]), "test": (test_tokens, [s.tags for s in te])}
+        if args.protocol == "select":
+            groups["devel (held out)"] = ([s.tokens for s in dv], [s.tags for s in dv])
+        if unlabelled:
+            groups["unlabelled"] = (unlabelled.sentences, None)
+        result["target_stats"] = confidence_stats(ens_pred, groups, args.target_stats)
+        result["stages_s"]["target_stats"] = time.perf_counter() - t0
+        print(json.dumps(result["target_stats"], indent=1), flush=True)
+        save()
+    if args.teachers_only:
+        print(json.dumps(result, indent=2))
+        return
+
     result["data"] = {"labelled_sentences": len(labelled), "labelled_tokens": sum(len(s.tokens) for s in labelled),
                       "unlabelled": unlabelled.files if unlabelled else {},
                       "unlabelled_tokens": unlabelled.tokens if unlabelled else 0}
