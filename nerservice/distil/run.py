@@ -12,7 +12,8 @@
    pretrained vectors, epochs, early stopping or fixed epochs, checkpoints and resume), with the teacher's
    tag set in the teacher's column order and the cross-entropy loss (``student.py``).
 4. Its lineage.json has ``distillation``: the teacher (reference, folder, version, members), the labelled
-   and unlabelled data (files, counts, fingerprints) and the distillation settings.
+   and unlabelled data (files, counts, fingerprints), the distillation settings and how soft the targets
+   were on each kind of text (``confidence.py``).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import numpy as np
 from nerservice.config import NerConfig
 from nerservice.data import Sentence
 from nerservice.data.unlabelled import UnlabelledText
+from nerservice.distil.confidence import describe_confidence, split_confidence
 from nerservice.distil.config import DistilConfig
 from nerservice.distil.student import MultiStudentTagger, StudentTagger
 from nerservice.distil.targets import TeacherTargets, build_targets
@@ -127,9 +129,11 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
                                gold=gold, gold_weight=distil_config.gold_weight, chunk=distil_config.teacher_chunk,
                                batch_size=config.training.eval_batch_size, heads=heads)
     seconds = time.perf_counter() - t0
+    soft = split_confidence(targets.unary, targets.offsets, len(labelled), heads or [slice(0, targets.n_tags)])
     if progress:
         print(f"teacher targets{f' ({len(heads)} heads)' if heads else ''} for {len(sentences)} sentences "
               f"({targets.unary.shape[0]} tokens) in {seconds:.1f} s", flush=True)
+        print(describe_confidence(soft), flush=True)
     record = {
         "teacher": teacher.info,
         "labelled": {"sentences": len(labelled), "tokens": sum(len(s.tokens) for s in labelled),
@@ -139,6 +143,7 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
         "settings": distil_config.model_dump(mode="json"),
         "loss": loss,
         "targets_seconds": round(seconds, 2),
+        "target_confidence": soft,
     }
     return DistilPlan(tags=tags, targets=targets, record=record, labelled=len(labelled), tagger_cls=tagger_cls,
                       unlabelled=extra)

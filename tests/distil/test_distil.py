@@ -63,6 +63,10 @@ def test_the_student_learns_the_teachers_tags(work: dict[str, Path], capsys: pyt
     assert d["teacher"]["kind"] == "ensemble" and d["teacher"]["members"] == 2
     assert d["unlabelled"]["sentences"] == 61 and d["unlabelled"]["tokens"] > 600
     assert d["labelled"]["sentences"] == 40 and d["settings"]["gold_weight"] == 0.0
+    soft = d["target_confidence"]  # how soft the targets were, per kind of text, counted over every token
+    assert soft["labelled"]["tokens"] == d["labelled"]["tokens"]
+    assert soft["unlabelled"]["tokens"] == d["unlabelled"]["tokens"]
+    assert 0 < soft["unlabelled"]["mean_max"] <= 1 and 0 <= soft["labelled"]["soft_share"] <= 1
     # --keep last: exactly training.epochs epochs, not stopped by the teacher's patience of 2
     assert teacher.config.training.patience == 2 and student.config.training.patience == 4
     assert len(json.loads((work["out"] / LAST / "history.json").read_text())) == 4

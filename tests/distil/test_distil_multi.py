@@ -59,6 +59,7 @@ def test_a_multi_corpus_ensemble_distils_into_one_multi_corpus_model(work: dict[
     assert d["teacher"]["heads"] == ["dis", "chem"]
     assert d["labelled"]["per_corpus"] == {"dis": 80, "chem": 80}  # --dev-in-train: train 60 + dev 20 each
     assert d["unlabelled"]["sentences"] == 50
+    assert d["target_confidence"]["unlabelled"]["tokens"] == d["unlabelled"]["tokens"]
     # scored per corpus on its own head, the teacher beside it on the same test splits
     assert set(printed["test"]["per_corpus"]) == set(printed["teacher_test"]["per_corpus"]) == {"dis", "chem"}
     metrics = json.loads((out / LAST / "metrics.json").read_text())
