@@ -45,13 +45,17 @@ def confidence(node: np.ndarray, blocks: Sequence[slice], gold: np.ndarray | Non
     return out
 
 
-def split_confidence(unary: np.ndarray, offsets: np.ndarray, n_labelled: int,
+def split_confidence(unary: np.ndarray, offsets: np.ndarray, groups: Sequence[tuple[str, int]],
                      blocks: Sequence[slice]) -> dict[str, Any]:
-    """The targets of the first ``n_labelled`` sentences (labelled text) and of the rest (unlabelled)."""
-    cut = int(offsets[n_labelled])
-    out = {"soft_below": SOFT_BELOW, "labelled": confidence(unary[:cut], blocks)}
-    if cut < unary.shape[0]:
-        out["unlabelled"] = confidence(unary[cut:], blocks)
+    """The targets of consecutive groups of sentences (name, how many), e.g. labelled then unlabelled text;
+    empty groups are left out."""
+    out: dict[str, Any] = {"soft_below": SOFT_BELOW}
+    first = 0
+    for name, count in groups:
+        if count:
+            a, b = int(offsets[first]), int(offsets[first + count])
+            out[name] = confidence(unary[a:b], blocks)
+        first += count
     return out
 
 
@@ -60,7 +64,8 @@ def describe_confidence(soft: dict[str, Any]) -> str:
     def part(name: str) -> str:
         c = soft[name]
         return f"{name} text {100 * c['soft_share']:.2f} % (mean max {c['mean_max']:.4f})"
-    parts = [part(n) for n in ("labelled", "unlabelled") if n in soft and soft[n]["soft_share"] is not None]
+    parts = [part(n) for n in soft if n != "soft_below" and soft[n]["soft_share"] is not None]
+    alone = set(soft) <= {"soft_below", "labelled"}
     return (f"soft targets (largest marginal < {soft['soft_below']:g}): " + "; ".join(parts)
-            + ("" if "unlabelled" in soft else " — no unlabelled text: on its own training text a teacher's "
-               "targets are close to the gold tags; --unlabelled text is where a student learns more"))
+            + (" — no other text: on its own training text a teacher's targets are close to the gold tags; "
+               "--unlabelled text (or distil.augment) is where a student learns more" if alone else ""))

@@ -24,7 +24,15 @@ class DistilConfig(BaseModel):
     gold_weight: float = Field(0.0, ge=0.0, le=1.0)
     # The teacher's scores are divided by this before its posteriors are taken: > 1 softens them.
     temperature: float = Field(1.0, gt=0.0)
-    # Bounds on unlabelled input (nerservice/data/unlabelled.py): tokens in all, tokens in one sentence.
+    # Synthetic transfer text (augment.py): this many variants of each labelled sentence, each gold mention
+    # swapped for one of the same type with probability augment_mention_swap and each other word for a corpus
+    # word with probability augment_word_swap; the teacher labels them.  0 = off.  Not yet measured
+    # (BENCHMARKS.md, session 14): off by default.
+    augment: int = Field(0, ge=0, le=8)
+    augment_mention_swap: float = Field(0.5, ge=0.0, le=1.0)
+    augment_word_swap: float = Field(0.1, ge=0.0, le=1.0)
+    # Bounds on unlabelled input (nerservice/data/unlabelled.py): tokens in all (synthetic text included),
+    # tokens in one sentence.
     max_unlabelled_tokens: int = Field(5_000_000, ge=1)
     max_sentence_tokens: int = Field(1000, ge=1)
     # Teacher forward passes run over this many sentences at a time (bounds the memory of its emissions).

@@ -6,8 +6,9 @@
    multi-corpus student with the same heads, on the teacher's corpora (a corpora config whose corpus names
    and tag sets are the teacher's heads): every sentence of every corpus, and the unlabelled text, gets
    every head's targets, so each head also learns from the other corpora's text.
-2. Every training sentence — labelled first, then unlabelled text in file order — gets the teacher's
-   targets (``targets.py``); labelled ones may mix in their gold path (``DistilConfig.gold_weight``).
+2. Every training sentence — labelled first, then synthetic variants of them (``augment.py``, if
+   ``distil.augment``), then unlabelled text in file order — gets the teacher's targets (``targets.py``);
+   labelled ones may mix in their gold path (``DistilConfig.gold_weight``).
 3. The student is trained like any model (same vocabulary building from *all* its training text, same
    pretrained vectors, epochs, early stopping or fixed epochs, checkpoints and resume), with the teacher's
    tag set in the teacher's column order and the cross-entropy loss (``student.py``).
@@ -28,6 +29,7 @@ import numpy as np
 from nerservice.config import NerConfig
 from nerservice.data import Sentence
 from nerservice.data.unlabelled import UnlabelledText
+from nerservice.distil.augment import augment
 from nerservice.distil.confidence import describe_confidence, split_confidence
 from nerservice.distil.config import DistilConfig
 from nerservice.distil.student import MultiStudentTagger, StudentTagger
@@ -106,6 +108,23 @@ def unlabelled_sentences(text: UnlabelledText) -> list[Sentence]:
             for toks, (f, line) in zip(text.sentences, text.where)]
 
 
+def augmented_sentences(labelled: Sequence[Sentence], distil_config: DistilConfig, *,
+                        seed: int) -> list[Sentence]:
+    """``augment.py``'s variants of the labelled sentences as training sentences with placeholder tags (never
+    read: the teacher's targets replace them), each pointing at its source sentence's file and line."""
+    if not distil_config.augment:
+        return []
+    tokens = distil_config.augment * sum(len(s.tokens) for s in labelled)
+    if tokens > distil_config.max_unlabelled_tokens:
+        raise ConfigError(f"distil.augment={distil_config.augment} would make up to {tokens} tokens of synthetic "
+                          f"text, over distil.max_unlabelled_tokens={distil_config.max_unlabelled_tokens}",
+                          hint="lower distil.augment or raise distil.max_unlabelled_tokens")
+    variants = augment(labelled, copies=distil_config.augment, mention_swap=distil_config.augment_mention_swap,
+                       word_swap=distil_config.augment_word_swap, seed=seed)
+    return [Sentence(toks, ("O",) * len(toks), file=labelled[i].file, line=labelled[i].line)
+            for toks, i in variants]
+
+
 def fixed_epochs(config: NerConfig, keep: Literal["best", "last"]) -> NerConfig:
     """keep "last": exactly training.epochs epochs: dev F1 neither selects nor stops (a time budget still can)."""
     return config.with_overrides({"training.patience": config.training.epochs}) if keep == "last" else config
@@ -119,7 +138,9 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
     from nerservice.lineage import corpus_fingerprint
 
     tags = teacher.tags
-    extra = unlabelled_sentences(unlabelled) if unlabelled is not None else []
+    synthetic = augmented_sentences(labelled, distil_config, seed=config.training.seed)
+    from_files = unlabelled_sentences(unlabelled) if unlabelled is not None else []
+    extra = [*synthetic, *from_files]
     sentences = [*labelled, *extra]
     gold: list[np.ndarray | None] = [np.array([tags.id(t) for t in s.tags], dtype=np.int64) for s in labelled]
     gold += [None] * len(extra)
@@ -129,7 +150,8 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
                                gold=gold, gold_weight=distil_config.gold_weight, chunk=distil_config.teacher_chunk,
                                batch_size=config.training.eval_batch_size, heads=heads)
     seconds = time.perf_counter() - t0
-    soft = split_confidence(targets.unary, targets.offsets, len(labelled), heads or [slice(0, targets.n_tags)])
+    groups = [("labelled", len(labelled)), ("augmented", len(synthetic)), ("unlabelled", len(from_files))]
+    soft = split_confidence(targets.unary, targets.offsets, groups, heads or [slice(0, targets.n_tags)])
     if progress:
         print(f"teacher targets{f' ({len(heads)} heads)' if heads else ''} for {len(sentences)} sentences "
               f"({targets.unary.shape[0]} tokens) in {seconds:.1f} s", flush=True)
@@ -138,8 +160,10 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
         "teacher": teacher.info,
         "labelled": {"sentences": len(labelled), "tokens": sum(len(s.tokens) for s in labelled),
                      **(labelled_extra or {}), "fingerprint": corpus_fingerprint(labelled)},
-        "unlabelled": ({"files": unlabelled.files, "sentences": len(extra), "tokens": unlabelled.tokens,
-                        "fingerprint": corpus_fingerprint(extra)} if unlabelled is not None else None),
+        "augmented": ({"sentences": len(synthetic), "tokens": sum(len(s.tokens) for s in synthetic),
+                       "fingerprint": corpus_fingerprint(synthetic)} if synthetic else None),
+        "unlabelled": ({"files": unlabelled.files, "sentences": len(from_files), "tokens": unlabelled.tokens,
+                        "fingerprint": corpus_fingerprint(from_files)} if unlabelled is not None else None),
         "settings": distil_config.model_dump(mode="json"),
         "loss": loss,
         "targets_seconds": round(seconds, 2),
