@@ -73,6 +73,8 @@
 #      own training text, on the 0.96M unlabelled tokens and on test, at temperatures 1, 2 and 3
 #   AH: AC with `distil.temperature=2` (three students, seeds 42/1/2, from AG's teachers on the still-warm machine)
 #   AI: AC with a wider student (`model.lstm_units=256`, temperature 1), seeds 42/1/2
+#   AK (prepared, not run): after AG on the same warm machine, AC with synthetic transfer text (`distil.augment=1`:
+#      one variant of each labelled sentence, mentions and words swapped, labelled by the teachers), seeds 42/1/2
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -286,10 +288,10 @@ AG)
     --unlabelled-corpora NCBI-disease BC2GM linnaeus --teacher-set training.epochs=24 --teacher-set training.max_minutes=6 \
     --teachers-only --target-stats 1 2 3 --out /tmp/distil --json-out $R/distil-bc5cdr-teachers.json \
     > $R/distil-bc5cdr-teachers.log 2>&1 ;;
-AH|AI)
+AH|AI|AK)
   T=""; for s in 42 1 2; do T="$T /tmp/distil/teacher-$s/model-last"; done
   ls $T > /dev/null || exit 1
-  case $1 in AH) X="--set distil.temperature=2" ;; AI) X="--set model.lstm_units=256" ;; esac
+  case $1 in AH) X="--set distil.temperature=2" ;; AI) X="--set model.lstm_units=256" ;; AK) X="--set distil.augment=1" ;; esac
   for s in 42 1 2; do
     timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
       --unlabelled-corpora NCBI-disease BC2GM linnaeus --teachers $T --set training.bucket_size=32 $X \
