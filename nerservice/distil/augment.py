@@ -29,7 +29,8 @@ from nerservice.text.vocab import HEAD_SEP
 
 def _spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
     """Mentions of IOB2 tags, also of a multi-corpus corpus's namespaced tags ("ncbi|B-Disease")."""
-    prefix = tags[0].split(HEAD_SEP, 1)[0] + HEAD_SEP if tags and HEAD_SEP in tags[0] else ""
+    first = tags[0] if tags else "O"  # a bare tag is "O", "B-..." or "I-..." (its label may hold the separator)
+    prefix = "" if first == "O" or first[:2] in ("B-", "I-") else first.split(HEAD_SEP, 1)[0] + HEAD_SEP
     bare = [t[len(prefix):] if prefix and t.startswith(prefix) else t for t in tags]
     return [(a, b, prefix + label) for a, b, label in spans(bare)]
 

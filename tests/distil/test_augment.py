@@ -77,6 +77,10 @@ def test_a_multi_corpus_corpus_swaps_only_its_own_mentions() -> None:
     bc5 = Sentence(("tremor", "rose"), ("bc5cdr|B-Disease", "bc5cdr|O"))
     out = augment([*ncbi, bc5], copies=6, mention_swap=1.0, word_swap=0.0, seed=2)
     assert out and all(i < 2 and v[0] in {"gout", "asthma"} and v[0] != ncbi[i].tokens[0] for v, i in out)
+    # a single corpus's label may hold the separator: its tags are still bare
+    odd = [Sentence(("p53", "binds"), ("B-Gene|Protein", "O")), Sentence(("Tp53", "binds"), ("B-Gene|Protein", "O"))]
+    assert {v for v, _ in augment(odd, copies=4, mention_swap=1.0, word_swap=0.0, seed=1)} == {
+        ("Tp53", "binds"), ("p53", "binds")}
 
 
 def test_plan_distillation_gives_the_variants_teacher_targets(tmp_path: Path) -> None:
