@@ -33,11 +33,13 @@ def test_split_between_labelled_and_unlabelled_sentences() -> None:
     sure = np.eye(3, dtype=np.float32)[[0, 1, 0]]
     soft = np.array([[0.6, 0.3, 0.1], [0.2, 0.7, 0.1]], np.float32)
     offsets = np.array([0, 2, 3, 5])  # sentences of 2, 1 and 2 tokens; the first two labelled
-    s = split_confidence(np.concatenate([sure, soft]), offsets, 2, [slice(0, 3)])
+    groups = [("labelled", 2), ("augmented", 0), ("unlabelled", 1)]
+    s = split_confidence(np.concatenate([sure, soft]), offsets, groups, [slice(0, 3)])
+    assert "augmented" not in s  # an empty group is left out
     assert s["labelled"]["tokens"] == 3 and s["labelled"]["soft_share"] == 0.0
     assert s["unlabelled"]["tokens"] == 2 and s["unlabelled"]["soft_share"] == 1.0
     assert s["unlabelled"]["mean_max"] == pytest.approx(0.65)
     line = describe_confidence(s)
     assert "labelled text 0.00 %" in line and "unlabelled text 100.00 %" in line
-    only = split_confidence(sure, np.array([0, 2, 3]), 2, [slice(0, 3)])
-    assert "unlabelled" not in only and "--unlabelled text is where" in describe_confidence(only)
+    only = split_confidence(sure, np.array([0, 2, 3]), [("labelled", 2), ("unlabelled", 0)], [slice(0, 3)])
+    assert "unlabelled" not in only and "--unlabelled text (or distil.augment) is where" in describe_confidence(only)
