@@ -74,7 +74,8 @@
 #   AH: AC with `distil.temperature=2` (three students, seeds 42/1/2, from AG's teachers on the still-warm machine)
 #   AI: AC with a wider student (`model.lstm_units=256`, temperature 1), seeds 42/1/2
 #   AK (prepared, not run; the CPU runs of BENCHMARKS session 14 say it is not worth device time): after AG on
-#      the same warm machine, AC with synthetic transfer text (`distil.augment=1`: one variant of each labelled sentence, mentions and words swapped, labelled by the teachers), seeds 42/1/2
+#      the same warm machine, AC with synthetic transfer text (`distil.augment=1`: one variant
+#      of each labelled sentence, mentions and words swapped, labelled by the teachers), seeds 42/1/2
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
