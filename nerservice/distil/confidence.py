@@ -68,4 +68,4 @@ def describe_confidence(soft: dict[str, Any]) -> str:
     alone = set(soft) <= {"soft_below", "labelled"}
     return (f"soft targets (largest marginal < {soft['soft_below']:g}): " + "; ".join(parts)
             + (" — no other text: on its own training text a teacher's targets are close to the gold tags; "
-               "--unlabelled text (or distil.augment) is where a student learns more" if alone else ""))
+               "--unlabelled text (real, not yet seen by the teacher) is where a student learns more" if alone else ""))

@@ -42,4 +42,4 @@ def test_split_between_labelled_and_unlabelled_sentences() -> None:
     line = describe_confidence(s)
     assert "labelled text 0.00 %" in line and "unlabelled text 100.00 %" in line
     only = split_confidence(sure, np.array([0, 2, 3]), [("labelled", 2), ("unlabelled", 0)], [slice(0, 3)])
-    assert "unlabelled" not in only and "--unlabelled text (or distil.augment) is where" in describe_confidence(only)
+    assert "unlabelled" not in only and "--unlabelled text (real, not yet seen by the teacher) is where" in describe_confidence(only)
