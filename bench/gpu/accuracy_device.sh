@@ -76,6 +76,18 @@
 #   AK (prepared, not run; the CPU runs of BENCHMARKS session 14 say it is not worth device time): after AG on
 #      the same warm machine, AC with synthetic transfer text (`distil.augment=1`: one variant
 #      of each labelled sentence, mentions and words swapped, labelled by the teachers), seeds 42/1/2
+# Session 15 (issue 14: does self-distillation lift a multi-corpus model? BENCHMARKS session 14's CPU students beat
+#   their two-corpus teachers on NCBI-disease test by 1.7-1.9 with dev level, but the teachers were time-capped):
+#   AL: W again (three four-corpus teachers, weights 2/1/2/1, train splits, model-best by mean dev F1; folders left
+#      in /tmp/multi-w2-S on the device)
+#   AM: on the still-warm machine, one four-corpus student per AL teacher (the product's `nerservice distil --corpora
+#      --keep best`: the teacher's targets on every corpus's train text train every head; dev held out from both,
+#      so dev may say whether the student is better)
+#   (AM never ran: the machine was given back between the two calls, taking AL's teachers with it)
+#   AN: what fits one call instead, teacher then student per seed (42/1/2, three chains side by side): the
+#      two-corpus model of BENCHMARKS session 14 (NCBI-disease + linnaeus, per-corpus batching, today's defaults,
+#      `nerservice train --corpora`, train splits, 4-min cap), then its student (`nerservice distil --corpora
+#      --keep best`, 3.6-min cap): dev held out from both
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -301,6 +313,36 @@ AH|AI|AK)
     pids="${pids:-} $!"
   done
   wait $pids ;;
+AL)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  multi 565 7.5 w2 $D/corpora-w.json "" ;;
+AM)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  for s in 42 1 2; do
+    ls /tmp/multi-w2-$s/model-best > /dev/null || exit 1
+    timeout 575 python3 -m nerservice.cli.main distil --teacher /tmp/multi-w2-$s/model-best --corpora $D/corpora-w.json \
+      $V --keep best --set training.seed=$s --set training.bucket_size=32 --set training.max_minutes=7.0 \
+      --out /tmp/multi-student-$s --no-resume --quiet --json > $R/multi4-student-$s.json 2> $R/multi4-student-$s.log &
+    pids="${pids:-} $!"
+  done
+  wait $pids ;;
+AN)
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["corpora"] = [c for c in d["corpora"]
+if c["name"] in ("ncbi", "linnaeus")]; print(json.dumps(d))' $D/corpora.json > $D/corpora-nl.json
+  for s in 42 1 2; do
+    ( python3 -m nerservice.cli.main train --corpora $D/corpora-nl.json $V --set training.seed=$s \
+        --set training.max_minutes=4.0 --out /tmp/nl-$s/teacher --no-resume --quiet --json \
+        > $R/nl-teacher-$s.json 2> $R/nl-teacher-$s.log \
+      && python3 -m nerservice.cli.main distil --teacher /tmp/nl-$s/teacher/model-best --corpora $D/corpora-nl.json \
+        $V --keep best --set training.seed=$s --set training.bucket_size=32 --set training.max_minutes=3.6 \
+        --out /tmp/nl-$s/student --no-resume --quiet --json > $R/nl-student-$s.json 2> $R/nl-student-$s.log ) &
+    pids="${pids:-} $!"
+  done
+  end=$((SECONDS + 565))  # the chains run untimed: the call's end (not a timeout) cuts a slow student
+  while [ $SECONDS -lt $end ]; do
+    alive=0; for p in $pids; do kill -0 $p 2>/dev/null && alive=1; done
+    [ $alive = 1 ] || break; sleep 5
+  done ;;
 AF)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
   T=""; for s in 42 1 2; do T="$T /tmp/multi-final-$s/model-last"; done
