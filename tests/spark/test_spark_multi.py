@@ -1,5 +1,6 @@
-"""Multi-corpus on a real standalone cluster: preprocess.py --corpora, then train.py on its output in one
-barrier stage of 2 workers (identical weights, one CRF head per corpus, label maps applied)."""
+"""Multi-corpus on a real standalone cluster: preprocess.py --corpora, then train.py --final --seeds 2 on its
+output, each stage a barrier stage of 2 workers (identical weights, one CRF head per corpus, label maps
+applied)."""
 from __future__ import annotations
 
 import json
@@ -32,25 +33,22 @@ def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path, cap
     assert prepared["corpora"][1]["label_map"] == {"Chemical": "Drug"} and prepared["corpora"][0]["weight"] == 1.5
     assert all((prep / name / split).is_dir() for name in ("dis", "chem") for split in ("train", "dev", "test"))
 
-    out = tmp_path / "run"
-    proc = spark_cluster.submit("spark_jobs/train.py", "--data", str(prep), "--out", str(out), "--workers", "2",
-                                *overrides(**{"training.epochs": 3, "model.embeddings": []}), timeout=420)
-    check(proc, "train multi-corpus")
-    summary = last_json(proc.stdout)
-    assert summary["weights_identical"] and summary["corpora"] == ["dis", "chem"]
-    assert set(summary["dev"]["per_corpus"]) == {"dis", "chem"}
-    assert json.loads((out / "model-best" / "manifest.json").read_text())["format"] == MULTI_FORMAT
-    assert Extractor.load(out / "model-best").labels == ["Disease", "Drug"]
-
-    # --final --seeds 2 on a multi-corpus data folder: phase 1 (early stopping on the mean dev F1) once, then
-    # phase 2 (every corpus on its train + dev, model-last) per seed, each a barrier stage, and the driver
-    # saves and scores their ensemble per corpus — as `nerservice train --corpora --final --seeds 2`.
+    # --final --seeds 2 on a multi-corpus data folder, 2 workers: phase 1 (early stopping on the mean dev F1)
+    # once, then phase 2 (every corpus on its train + dev, model-last) per seed, each a barrier stage, and the
+    # driver saves and scores their ensemble per corpus — as `nerservice train --corpora --final --seeds 2`.
+    # (One job for both properties: each Spark job and stage starts fresh TensorFlow workers.)
     final = tmp_path / "final"
-    proc = spark_cluster.submit("spark_jobs/train.py", "--data", str(prep), "--out", str(final), "--workers", "1",
+    proc = spark_cluster.submit("spark_jobs/train.py", "--data", str(prep), "--out", str(final), "--workers", "2",
                                 "--final", "--seeds", "2", *overrides(**{"training.epochs": 2, "model.embeddings": []}),
-                                timeout=420)
+                                timeout=540)
     check(proc, "train multi-corpus --final --seeds 2")
     summary = last_json(proc.stdout)
+    # Phase 1's barrier stage (its own summary): 2 workers, identical weights, one CRF head per corpus.
+    stage = json.loads((final / "phase1" / "summary.json").read_text())
+    assert stage["weights_identical"] and len(stage["workers"]) == 2 and stage["corpora"] == ["dis", "chem"]
+    assert set(stage["dev"]["per_corpus"]) == {"dis", "chem"}
+    assert json.loads((final / "phase1" / "model-best" / "manifest.json").read_text())["format"] == MULTI_FORMAT
+    assert Extractor.load(final / "phase1" / "model-best").labels == ["Disease", "Drug"]
     epochs = summary["recipe"]["phase2"]["epochs"]
     assert epochs == summary["recipe"]["phase1"]["best_epoch"] >= 1
     assert len(summary["runs"]) == 3  # phase 1 once, phase 2 per seed
