@@ -83,7 +83,7 @@
 #   AM: on the still-warm machine, one four-corpus student per AL teacher (the product's `nerservice distil --corpora
 #      --keep best`: the teacher's targets on every corpus's train text train every head; dev held out from both,
 #      so dev may say whether the student is better)
-#   (AM never ran: the machine was given back between the two calls, taking AL's teachers with it)
+#   (AM never ran: the machine passed its 30-s idle release between the two calls and AL's teachers went with it)
 #   AN: what fits one call instead, teacher then student per seed (42/1/2, three chains side by side): the
 #      two-corpus model of BENCHMARKS session 14 (NCBI-disease + linnaeus, per-corpus batching, today's defaults,
 #      `nerservice train --corpora`, train splits, 4-min cap), then its student (`nerservice distil --corpora
