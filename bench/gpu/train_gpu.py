@@ -97,6 +97,27 @@ class EpochLog:
         return None
 
 
+def seen_unseen_recall(predictor, train, sentences):  # noqa: ANN001, ANN201
+    """Recall of gold mentions whose text (case-folded) is / is not annotated anywhere in the training split: a
+    diagnostic for corpora whose held-out mentions are mostly new names (linnaeus), where overall dev F1 is
+    near its ceiling and says little about them."""
+    from nerservice.data.schemes import spans
+
+    def mentions(s):  # noqa: ANN001, ANN202
+        return [(a, b, lab, " ".join(s.tokens[a:b]).casefold()) for a, b, lab in spans(s.tags)]
+
+    known = {m[3] for s in train for m in mentions(s)}
+    pred = predictor.predict_tags([s.tokens for s in sentences])
+    hit = {"seen": [0, 0], "unseen": [0, 0]}
+    for s, tags in zip(sentences, pred):
+        found = {(a, b, lab) for a, b, lab in spans(list(tags))}
+        for a, b, lab, text in mentions(s):
+            k = "seen" if text in known else "unseen"
+            hit[k][1] += 1
+            hit[k][0] += (a, b, lab) in found
+    return {k: {"mentions": n, "recall": round(100.0 * h / n, 2) if n else None} for k, (h, n) in hit.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus", required=True, help="folder with train.tsv devel.tsv test.tsv")
@@ -113,6 +134,8 @@ def main() -> None:
                     help="experiment (issue 14): pack consecutive sentences of every split into windows of <= W "
                     "tokens (document context for the BiLSTM; entities never cross a sentence end, so entity F1 "
                     "over windows counts the same entities); 0 = one sentence per sequence")
+    ap.add_argument("--seen-unseen", action="store_true", help="also report the model's recall on dev and test "
+                    "mentions seen / unseen as mentions in train (seen_unseen_recall)")
     ap.add_argument("--train-on-dev", action="store_true", help="final-model protocol (as bench/train_bench.py): "
                     "train on train+devel for exactly training.epochs, report model-last's test F1")
     args = ap.parse_args()
@@ -179,7 +202,16 @@ def main() -> None:
             pred.predict_tags(sents)
         infer_tps = 3 * sum(len(s) for s in sents) / (time.perf_counter() - t0)
 
+    recall_split = None
+    if args.seen_unseen:
+        from nerservice.artifacts.layout import LAST as _last
+
+        best = load_model(os.path.join(args.out, _last) if args.train_on_dev else outcome.best_dir)
+        pred = best.predictor(batch_size=256)
+        recall_split = {"dev": seen_unseen_recall(pred, tr, dv), "test": seen_unseen_recall(pred, tr, te)}
+
     result = {
+        "seen_unseen_recall": recall_split,
         "device": str(jax.devices()[0]), "data_parallel_devices": args.data_parallel or 1,
         "embeddings": args.embeddings, "window_tokens": args.window_tokens, "config": config.model_dump(mode="json"),
         "epochs_run": len(hist), "best_epoch": outcome.best_epoch, "stopped": outcome.stopped_reason,
