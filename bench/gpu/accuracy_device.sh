@@ -96,6 +96,8 @@
 #   AP: word dropout 0.1 (AO: dev level on linnaeus, -0.12) on NCBI-disease, BC5CDR and BC2GM (seeds 42/1/2, nine
 #      processes), against session 9's P and Q (today's defaults, same seeds): a default is chosen by dev F1 over the
 #      four corpora
+#   AQ: linnaeus with word dropout 0 and 0.1 on three more seeds (3/4/5; its dev spread is as large as the effect), and
+#      NCBI-disease with word dropout 0 (seeds 42/1/2): a same-day baseline for AP's runs (nine processes)
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -359,6 +361,11 @@ AO)
   wait $pids ;;
 AP)
   run_seeds 570 7.2 ap wd0.1 "--seen-unseen --set model.word_dropout=0.1" NCBI-disease BC5CDR BC2GM ;;
+AQ)
+  SEEDS="3 4 5" run_seeds 565 7.2 aq-0 wd0 "--seen-unseen --set model.word_dropout=0" linnaeus & pids="$!"
+  SEEDS="3 4 5" run_seeds 565 7.2 aq-0.1 wd0.1 "--seen-unseen --set model.word_dropout=0.1" linnaeus & pids="$pids $!"
+  run_seeds 565 7.2 aq-n wd0 "--seen-unseen --set model.word_dropout=0" NCBI-disease & pids="$pids $!"
+  wait $pids ;;
 AF)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
   T=""; for s in 42 1 2; do T="$T /tmp/multi-final-$s/model-last"; done
