@@ -105,6 +105,8 @@
 #      what the network has for them
 #   AS: CHAR2 on NCBI-disease, BC5CDR and BC2GM (seeds 42/1/2, nine processes), against session 16's AP (today's
 #      defaults, same seeds): a default is chosen by dev F1 over the four corpora
+#   AT: AR's four-corpus runs had the GPU shared with AR's linnaeus runs and were cut by their cap at epoch 12 while
+#      still improving (session 15's AL, alone, reached 18): W with today's defaults again, alone (seeds 42/1/2)
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -379,6 +381,9 @@ AR)
   multi 570 7.7 w2 $D/corpora-w.json "" & pids="$!"
   run_seeds 565 7.2 ar char2 "--seen-unseen $CHAR2" linnaeus & pids="$pids $!"
   wait $pids ;;
+AT)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  multi 520 7.0 w2 $D/corpora-w.json "" ;;
 AS)
   run_seeds 570 7.2 as char2 "--seen-unseen $CHAR2" NCBI-disease BC5CDR BC2GM ;;
 AF)
