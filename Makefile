@@ -8,7 +8,7 @@ PIP := $(VENV)/bin/pip
 setup: $(VENV)/.installed
 
 # uv (from PyPI) resolves the same versions as pip and fetches wheels in parallel: a fresh install of '.[all]'
-# took 4.4 min where pip took 21.4 min on this machine, which waits on downloads, not on its CPU (BENCHMARKS.md,
+# took 1-4 min where pip took 11-21 min on this machine, which waits on downloads, not on its CPU (BENCHMARKS.md,
 # "CI and the install").  pip stays the fallback, e.g. where uv cannot reach the index pip is set up for.
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
