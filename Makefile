@@ -9,11 +9,11 @@ setup: $(VENV)/.installed
 
 # uv (from PyPI) resolves the same versions as pip and fetches wheels in parallel: a fresh install of '.[all]'
 # took 1-4 min where pip took 11-21 min on this machine, which waits on downloads, not on its CPU (BENCHMARKS.md,
-# "CI and the install").  pip stays the fallback, e.g. where uv cannot reach the index pip is set up for.
+# "CI and the install").  pip stays the fallback, e.g. where uv cannot be installed or cannot reach the index
+# pip is set up for.
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PIP) install -q uv
-	$(VENV)/bin/uv pip install -q --python $(PY) -e '.[all]' || $(PIP) install -q -e '.[all]'
+	$(PIP) install -q uv && $(VENV)/bin/uv pip install -q --python $(PY) -e '.[all]' || $(PIP) install -q -e '.[all]'
 	touch $@
 
 # Debian chromium for the browser test (root or sudo needed; skipped when it is already there).
