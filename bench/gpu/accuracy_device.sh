@@ -107,6 +107,17 @@
 #      defaults, same seeds): a default is chosen by dev F1 over the four corpora
 #   AT: AR's four-corpus runs had the GPU shared with AR's linnaeus runs and were cut by their cap at epoch 12 while
 #      still improving (session 15's AL, alone, reached 18): W with today's defaults again, alone (seeds 42/1/2)
+# Session 18 (issue 14: the BC5CDR one-model target, 88.0; session 14: on its own training text an ensemble's
+#   targets are the gold tags again, so a student learns what the ensemble knows beyond gold only on other text):
+#   cross-fitted teachers, three calls on one warm machine (each within the 30-s idle release of the last):
+#   AU: AG's three BC5CDR teachers on train + devel, 24 epochs (folders in /tmp/distil on the device), their ensemble
+#   AV: six cross-fitting teachers, three (seeds 42/1/2) on BC5CDR train only and three on devel only, 24 epochs,
+#      model-last (`distil_gpu.py --cross-fit`, `train_gpu.py --fold`; folders in /tmp/cf); each half's ensemble
+#      scored on the half it did not see and on test, and how soft its targets are there
+#   AW: three students (seeds 42/1/2), session 13's AC recipe (20 epochs, model-last, BC5CDR train + devel + the
+#      0.96M unlabelled tokens) with one change: each labelled sentence takes its targets from the ensemble of the
+#      half it is not in (AV), mixed with its gold path at weight 0.5 (`distil.gold_weight`, fixed beforehand: the
+#      final protocol has no held-out dev to choose it); AU's ensemble labels the unlabelled text as before
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -386,6 +397,30 @@ AT)
   multi 520 7.0 w2 $D/corpora-w.json "" ;;
 AS)
   run_seeds 570 7.2 as char2 "--seen-unseen $CHAR2" NCBI-disease BC5CDR BC2GM ;;
+AU)
+  timeout 560 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR --train-teachers 3 \
+    --teacher-set training.epochs=24 --teacher-set training.max_minutes=6 --teachers-only --out /tmp/distil \
+    --json-out $R/distil-bc5cdr-teachers.json > $R/distil-bc5cdr-teachers.log 2>&1 ;;
+AV)
+  T=""; for s in 42 1 2; do T="$T /tmp/distil/teacher-$s/model-last"; done
+  ls $T > /dev/null || exit 1
+  timeout 570 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR --teachers $T \
+    --train-teachers 3 --cross-fit --teacher-jobs 6 --teacher-set training.epochs=24 --teacher-set training.max_minutes=6.5 \
+    --teachers-only --out /tmp/cf --json-out $R/distil-bc5cdr-folds.json > $R/distil-bc5cdr-folds.log 2>&1 ;;
+AW)
+  T=""; F=""; G=""
+  for s in 42 1 2; do T="$T /tmp/distil/teacher-$s/model-last"; F="$F,/tmp/cf/teacher-train-$s/model-last"
+    G="$G,/tmp/cf/teacher-devel-$s/model-last"; done
+  ls $T ${F//,/ } ${G//,/ } > /dev/null || exit 1
+  for s in 42 1 2; do
+    timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
+      --unlabelled-corpora NCBI-disease BC2GM linnaeus --teachers $T --fold-teachers train=${F#,} \
+      --fold-teachers devel=${G#,} --set training.bucket_size=32 --set training.epochs=20 --set training.seed=$s \
+      --gold-weights 0.5 --deadline-s 575 --out /tmp/distil-cf-s$s \
+      --json-out $R/distil-bc5cdr-student-cf-$s.json > $R/distil-bc5cdr-student-cf-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done
+  wait $pids ;;
 AF)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
   T=""; for s in 42 1 2; do T="$T /tmp/multi-final-$s/model-last"; done

@@ -14,6 +14,14 @@
    student vs the ensemble, wall time of every stage. The JSON is rewritten after every stage, so a run
    cut off by a time limit still reports what it finished.
 
+Cross-fitting (``--cross-fit``, final protocol): besides the N teachers on train + devel (or the --teachers
+given), N teachers on train only and N on devel only (``train_gpu.py --fold``, the same fixed epochs,
+model-last, all side by side); each
+half's ensemble gives the targets of the *other* half's labelled sentences (``nerservice.distil.run.FoldTeacher``),
+so the student's labelled text is labelled by teachers that never saw it (on their own training text a
+teacher's targets are the gold tags again: BENCHMARKS.md, session 14); the train + devel ensemble labels the
+unlabelled text as before.  ``--fold-teachers SPLIT=DIR,...`` passes such teachers (trained on SPLIT) instead.
+
 Runs with KERAS_BACKEND=jax and only keras, pydantic, numpy, seqeval (no TensorFlow):
 
     KERAS_BACKEND=jax python bench/gpu/distil_gpu.py --data DIR --embeddings FILE --train-teachers 3 \
@@ -37,46 +45,65 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 
-def train_teachers(args: argparse.Namespace, out: Path, result: dict[str, Any]) -> list[Path]:
-    """N train_gpu.py processes side by side; each one's model folder."""
+FOLDS = ("train", "devel")  # cross-fitting: the split a fold's teachers train on; they label the other
+
+
+def train_teachers(args: argparse.Namespace, out: Path, result: dict[str, Any]) -> tuple[list[Path], dict[str, list[Path]]]:
+    """N train_gpu.py processes side by side (and, with --cross-fit, N per fold); each one's model folder."""
     corpus = Path(args.data) / args.corpus
     seeds = [42, 1, 2, 3, 4, 5, 6, 7][: args.train_teachers]
+    # with --teachers, --cross-fit trains only the fold teachers
+    jobs = ([] if args.teachers else [("", s) for s in seeds]) + [(f, s) for f in FOLDS for s in seeds if args.cross_fit]
     procs: list[dict[str, Any]] = []
-    pending = list(seeds)
+    pending = list(jobs)
     t0 = time.perf_counter()
-    running: list[tuple[int, subprocess.Popen[bytes], Any]] = []
+    running: list[tuple[tuple[str, int], subprocess.Popen[bytes], Any]] = []
+
+    def name(job: tuple[str, int]) -> str:
+        return f"teacher-{job[0] + '-' if job[0] else ''}{job[1]}"
+
     while pending or running:
         while pending and len(running) < args.teacher_jobs:
-            seed = pending.pop(0)
-            run_dir = out / f"teacher-{seed}"
-            cmd = [sys.executable, str(REPO / "bench/gpu/train_gpu.py"), "--corpus", str(corpus), "--out", str(run_dir),
-                   "--no-ceiling", "--no-inference", "--json-out", str(out / f"teacher-{seed}.json"),
+            job = pending.pop(0)
+            fold, seed = job
+            cmd = [sys.executable, str(REPO / "bench/gpu/train_gpu.py"), "--corpus", str(corpus),
+                   "--out", str(out / name(job)), "--no-ceiling", "--no-inference",
+                   "--json-out", str(out / f"{name(job)}.json"),
                    "--set", f"training.seed={seed}", *sum((["--set", s] for s in args.teacher_set), [])]
             if args.embeddings:
                 cmd += ["--embeddings", args.embeddings]
-            if args.protocol == "final":
+            if fold:
+                cmd += ["--fold", fold]
+            elif args.protocol == "final":
                 cmd.append("--train-on-dev")
-            log = open(out / f"teacher-{seed}.log", "wb")
-            running.append((seed, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
+            log = open(out / f"{name(job)}.log", "wb")
+            running.append((job, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
         for item in list(running):
-            seed, proc, log = item
+            job, proc, log = item
             if proc.poll() is not None:
                 log.close()
                 running.remove(item)
                 if proc.returncode != 0:
                     for _, other, _ in running:
                         other.kill()
-                    tail = (out / f"teacher-{seed}.log").read_text(errors="replace")[-3000:]
-                    raise SystemExit(f"teacher seed {seed} failed (rc {proc.returncode}):\n{tail}")
-                info = json.loads((out / f"teacher-{seed}.json").read_text())
+                    tail = (out / f"{name(job)}.log").read_text(errors="replace")[-3000:]
+                    raise SystemExit(f"{name(job)} failed (rc {proc.returncode}):\n{tail}")
+                info = json.loads((out / f"{name(job)}.json").read_text())
                 info["epochs_run"] = len(info.get("dev_f1_by_epoch", [])) or info["epochs_run"]
-                kept = out / f"teacher-{seed}" / ("model-last" if args.protocol == "final" else "model-best")
-                procs.append({"seed": seed, "dir": str(kept), "wall_s": info["wall_s"], "epochs_run": info["epochs_run"],
-                              "best_epoch": info["best_epoch"], "train_tokens_per_s": info["train_tokens_per_s_steady"]})
+                last = args.protocol == "final" or bool(job[0])
+                kept = out / name(job) / ("model-last" if last else "model-best")
+                procs.append({"fold": job[0] or None, "seed": job[1], "dir": str(kept), "wall_s": info["wall_s"],
+                              "epochs_run": info["epochs_run"], "best_epoch": info["best_epoch"],
+                              "train_tokens_per_s": info["train_tokens_per_s_steady"],
+                              # a fold teacher's dev is the other split, held out from it
+                              **({"held_out_f1_last": info["dev_f1_by_epoch"][-1]} if job[0] else {})})
         time.sleep(1)
-    result["teachers"] = sorted(procs, key=lambda p: seeds.index(p["seed"]))
+    procs.sort(key=lambda p: jobs.index((p["fold"] or "", p["seed"])))
+    result["teachers"] = [p for p in procs if not p["fold"]]
+    result["fold_teachers"] = [p for p in procs if p["fold"]]
     result["stages_s"]["teachers"] = time.perf_counter() - t0
-    return [Path(p["dir"]) for p in result["teachers"]]
+    return ([Path(p["dir"]) for p in result["teachers"]],
+            {f: [Path(p["dir"]) for p in result["fold_teachers"] if p["fold"] == f] for f in FOLDS if args.cross_fit})
 
 
 def infer_speed(predictor: Any, sentences: list[tuple[str, ...]], passes: int = 2) -> float:
@@ -113,6 +140,10 @@ def main() -> None:
     ap.add_argument("--target-stats", type=float, nargs="*", default=[], metavar="T",
                     help="the ensemble's target confidence on labelled, unlabelled and test text at these "
                          "temperatures (bench/gpu/teacher_confidence.py)")
+    ap.add_argument("--cross-fit", action="store_true", help="with --train-teachers N (final protocol): also N "
+                    "teachers on train only and N on devel only; each half's ensemble labels the other half")
+    ap.add_argument("--fold-teachers", action="append", default=[], metavar="SPLIT=DIR,DIR..",
+                    help="cross-fitting teachers trained on SPLIT (train or devel) only, which label the other split")
     ap.add_argument("--gold-weights", type=float, nargs="+", default=[0.0], help="one student per value")
     ap.add_argument("--deadline-s", type=float, help="wall-clock budget of the whole run: each student's "
                     "training.max_minutes is cut to what is left (minus --margin-s), and the run says so")
@@ -124,8 +155,12 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/distil-gpu")
     ap.add_argument("--json-out")
     args = ap.parse_args()
-    if bool(args.teachers) == bool(args.train_teachers):
-        raise SystemExit("give --teachers DIR ... or --train-teachers N")
+    if bool(args.teachers) == bool(args.train_teachers) and not (args.teachers and args.cross_fit):
+        raise SystemExit("give --teachers DIR ... or --train-teachers N (both: --cross-fit trains only the folds)")
+    if (args.cross_fit or args.fold_teachers) and args.protocol != "final":
+        raise SystemExit("cross-fitting is for the final protocol (labelled text = train + devel)")
+    if args.cross_fit and not args.train_teachers:
+        raise SystemExit("--cross-fit trains the fold teachers: with --train-teachers N (or pass --fold-teachers)")
 
     import keras
 
@@ -135,7 +170,7 @@ def main() -> None:
     from nerservice.data import read_corpus
     from nerservice.data.unlabelled import read_unlabelled
     from nerservice.distil.config import DistilConfig, split_overrides
-    from nerservice.distil.run import distil, teacher_from
+    from nerservice.distil.run import FoldTeacher, distil, teacher_from
     from nerservice.metrics import evaluate_predictor
 
     started = time.perf_counter()
@@ -156,7 +191,18 @@ def main() -> None:
         if args.json_out:
             Path(args.json_out).write_text(json.dumps(result, indent=2))
 
-    teacher_dirs = [Path(t) for t in args.teachers] or train_teachers(args, out, result)
+    fold_dirs: dict[str, list[Path]] = {}
+    for item in args.fold_teachers:
+        split, _, dirs = item.partition("=")
+        if split not in FOLDS or not dirs:
+            raise SystemExit(f"--fold-teachers {item!r}: SPLIT=DIR,DIR.. with SPLIT one of {FOLDS}")
+        fold_dirs[split] = [Path(d) for d in dirs.split(",")]
+    if args.train_teachers:
+        trained, trained_folds = train_teachers(args, out, result)
+        fold_dirs.update(trained_folds)
+    teacher_dirs = [Path(t) for t in args.teachers] or trained
+    if fold_dirs and set(fold_dirs) != set(FOLDS):
+        raise SystemExit(f"cross-fitting needs teachers for both folds {FOLDS}; got {sorted(fold_dirs)}")
     if args.export_teachers:
         import shutil
 
@@ -206,6 +252,34 @@ def main() -> None:
         result["stages_s"]["target_stats"] = time.perf_counter() - t0
         print(json.dumps(result["target_stats"], indent=1), flush=True)
         save()
+    cross_fit = []
+    if fold_dirs:
+        # each fold's teachers as one ensemble, labelling the split they were not trained on
+        t0 = time.perf_counter()
+        offset = {"train": 0, "devel": len(tr)}  # labelled = train + devel, in that order
+        held_out = {"train": dv, "devel": tr}
+        result["folds"] = {}
+        for fold, dirs in fold_dirs.items():
+            other = "devel" if fold == "train" else "train"
+            f_dir = save_ensemble(out / f"ensemble-{fold}", dirs)
+            f_res = resolve(str(f_dir))
+            f_teacher = teacher_from(load_model(f_res.path), ref=str(f_dir), path=f_res.path, name=f_res.name,
+                                     version=f_res.version)
+            f_pred = f_teacher.loaded.predictor(batch_size=256)
+            rows = range(offset[other], offset[other] + len(held_out[fold]))
+            cross_fit.append(FoldTeacher(f_teacher, rows))
+            from teacher_confidence import confidence_stats
+
+            result["folds"][fold] = {
+                "labels": other, "members": len(dirs), "test": f1s(evaluate_predictor(f_pred, te)),
+                "held_out": f1s(evaluate_predictor(f_pred, held_out[fold])),
+                "held_out_confidence": confidence_stats(
+                    f_pred, {other: ([s.tokens for s in held_out[fold]], [s.tags for s in held_out[fold]])},
+                    [1.0])[other]}
+            print(f"fold ensemble on {fold}: F1 on {other} (held out) {result['folds'][fold]['held_out']['f1']:.4f}, "
+                  f"test {result['folds'][fold]['test']['f1']:.4f}", flush=True)
+        result["stages_s"]["folds_eval"] = time.perf_counter() - t0
+        save()
     if args.teachers_only:
         print(json.dumps(result, indent=2))
         return
@@ -243,14 +317,16 @@ def main() -> None:
 
         r = distil(run_config, dconfig, callbacks=[EpochLog()], teacher=teacher, train_data=labelled, dev_data=dv, test_data=te,
                    unlabelled=unlabelled, out_dir=out / f"student-w{w:g}", resume=False, progress=False,
-                   keep="last" if args.protocol == "final" else "best")
+                   keep="last" if args.protocol == "final" else "best", cross_fit=cross_fit)
         o = r.outcome
         student_pred = load_model(o.best_dir).predictor(batch_size=256)
         hist = o.history
         tps = sorted(h["train_tokens_per_s"] for h in hist)
         student_tags = [t for tags in student_pred.predict_tags(test_tokens) for t in tags]
         agreement = sum(a == b for a, b in zip(student_tags, teacher_tags)) / len(teacher_tags)
-        entry = {"gold_weight": w, "test_tag_agreement_with_teacher": agreement,
+        lineage = json.loads((Path(o.best_dir) / "lineage.json").read_text()).get("distillation", {})
+        entry = {"gold_weight": w, "test_tag_agreement_with_teacher": agreement, "cross_fit": bool(cross_fit),
+                 "target_confidence": lineage.get("target_confidence"),
                  "max_minutes": run_config.training.max_minutes, "dir": str(o.best_dir),
                  "test": f1s(o.test) if o.test else None,
                  "dev": f1s(o.dev), "dev_is_training_data": args.protocol == "final",

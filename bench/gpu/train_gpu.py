@@ -138,7 +138,12 @@ def main() -> None:
                     "mentions seen / unseen as mentions in train (seen_unseen_recall)")
     ap.add_argument("--train-on-dev", action="store_true", help="final-model protocol (as bench/train_bench.py): "
                     "train on train+devel for exactly training.epochs, report model-last's test F1")
+    ap.add_argument("--fold", choices=["train", "devel"], help="cross-fitting teacher (bench/gpu/distil_gpu.py "
+                    "--cross-fit): train on this split only for exactly training.epochs, model-last, with the other "
+                    "split as its dev (held out: its F1 is an out-of-fold figure)")
     args = ap.parse_args()
+    if args.fold and (args.train_on_dev or args.window_tokens):
+        raise SystemExit("--fold trains on one split as it is: not with --train-on-dev or --window-tokens")
 
     import jax
     import keras
@@ -153,10 +158,13 @@ def main() -> None:
 
         use_data_parallel(args.data_parallel)
     config = NerConfig().with_overrides(args.set)
-    if args.train_on_dev:
+    fixed = args.train_on_dev or bool(args.fold)  # fixed epochs, model-last
+    if fixed:
         config = config.with_overrides([f"training.patience={config.training.epochs}"])
     tr = read_corpus(os.path.join(args.corpus, "train.tsv")).sentences
     dv = read_corpus(os.path.join(args.corpus, "devel.tsv")).sentences
+    if args.fold == "devel":
+        tr, dv = dv, tr
     te = read_corpus(os.path.join(args.corpus, "test.tsv")).sentences
     if args.window_tokens:
         tr, dv, te = (pack_windows(x, args.window_tokens) for x in (tr, dv, te))
@@ -173,7 +181,7 @@ def main() -> None:
                     embeddings=args.embeddings, out_dir=args.out, resume=False, progress=False)
     wall = time.perf_counter() - t0
     test = outcome.test
-    if args.train_on_dev:  # fixed epochs: the last model, not one picked on (training) devel F1
+    if fixed:  # fixed epochs: the last model, not one picked on (training) devel F1
         from nerservice.artifacts.formats import load_model as _load
         from nerservice.artifacts.layout import LAST
         from nerservice.metrics import evaluate_predictor as evaluator
@@ -206,7 +214,7 @@ def main() -> None:
     if args.seen_unseen:
         from nerservice.artifacts.layout import LAST as _last
 
-        best = load_model(os.path.join(args.out, _last) if args.train_on_dev else outcome.best_dir)
+        best = load_model(os.path.join(args.out, _last) if fixed else outcome.best_dir)
         pred = best.predictor(batch_size=256)
         recall_split = {"dev": seen_unseen_recall(pred, tr, dv), "test": seen_unseen_recall(pred, tr, te)}
 
@@ -218,7 +226,9 @@ def main() -> None:
         "train_tokens_per_s_steady": steady, "train_tokens_per_s_by_epoch": tps,
         "epoch_seconds": [h["train_seconds"] for h in hist], "eval_seconds": [h["eval_seconds"] for h in hist],
         "time_to_best_s": time_to_best, "wall_s": wall,
-        "protocol": "train+devel, fixed epochs, model-last" if args.train_on_dev else "train, early stopping on devel",
+        "protocol": ("train+devel, fixed epochs, model-last" if args.train_on_dev else
+                     f"{args.fold} only, fixed epochs, model-last (cross-fitting fold)" if args.fold else
+                     "train, early stopping on devel"),
         "corpus": os.path.basename(os.path.normpath(args.corpus)), "dev_f1_by_epoch": [h["dev_f1"] for h in hist],
         "dev_f1": outcome.dev["micro"]["f1"], "test_f1": test["micro"]["f1"] if test else None,
         "test_per_type": {k: v["f1"] for k, v in test["per_type"].items()} if test else None,

@@ -38,6 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--test", nargs="+", help="test corpus file(s): the student and the teacher are evaluated")
     p.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE", help="unlabelled text, one token per "
                    "line, blank lines between sentences (e.g. other corpora's train/devel files: tags ignored)")
+    p.add_argument("--cross-fit", action="append", default=[], metavar="FILE=TEACHER",
+                   help="cross-fitting: the labelled sentences of FILE (one of the --train files) take their targets "
+                   "from TEACHER (model/ensemble folder or store ref, the teacher's tag set), a teacher NOT trained "
+                   "on FILE — e.g. --train train.tsv devel.tsv --cross-fit devel.tsv=ENSEMBLE_ON_TRAIN --cross-fit "
+                   "train.tsv=ENSEMBLE_ON_DEVEL; on its own training text a teacher's targets are just the gold "
+                   "tags. --teacher labels the other sentences and the unlabelled text (repeatable)")
     p.add_argument("--keep", choices=["best", "last"], default="best", help="best: model-best by dev F1 (dev held "
                    "out); last: exactly training.epochs epochs, model-last (when dev is also the teacher's "
                    "training data, its F1 is a training-set figure and must not select)")
@@ -65,6 +71,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--corpora names every split itself; drop --train/--dev/--test")
     if not args.corpora and not (args.train and args.dev):
         raise ConfigError("distil needs --train and --dev (or --corpora for a multi-corpus teacher)")
+    if args.cross_fit and args.corpora:
+        raise ConfigError("--cross-fit is for a single-corpus teacher's --train files")
     if args.dev_in_train and not (args.corpora and args.keep == "last"):
         raise ConfigError("--dev-in-train needs --corpora and --keep last (dev would select on training data)")
     teacher = load_teacher(args.teacher)
@@ -95,13 +103,19 @@ def run_single(args: argparse.Namespace, teacher: Teacher, config: Any, dconfig:
 
     train_c, dev_c = read(args.train, args), read(args.dev, args)
     test_c = read(args.test, args) if args.test else None
+    cross_fit = fold_teachers(args.cross_fit, args.train, train_c.sentences)
     describe(teacher, f"labelled: {len(train_c.sentences)} sentences; dev {len(dev_c.sentences)}", unlabelled)
+    for fold in cross_fit:
+        print(f"cross-fitting: {len(fold.rows)} labelled sentences take their targets from {fold.teacher.info['ref']} "
+              f"({fold.teacher.info['kind']} of {fold.teacher.info['members']} model(s))")
     callbacks = store_callbacks(args, config)
     result = distil(config, dconfig, teacher=teacher, train_data=train_c.sentences, dev_data=dev_c.sentences,
                     test_data=test_c.sentences if test_c else None, unlabelled=unlabelled, out_dir=args.out,
                     sources={"teacher": args.teacher, "train": args.train, "dev": args.dev, "test": args.test,
-                             "unlabelled": args.unlabelled, "embeddings": config.model.embeddings},
-                    callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet, keep=args.keep)
+                             "unlabelled": args.unlabelled, "embeddings": config.model.embeddings,
+                             **({"cross_fit": args.cross_fit} if args.cross_fit else {})},
+                    callbacks=callbacks, resume=not args.no_resume, progress=not args.quiet, keep=args.keep,
+                    cross_fit=cross_fit)
     return report(args, teacher, result, print_scores)
 
 
@@ -154,6 +168,29 @@ def report(args: argparse.Namespace, teacher: Teacher, result: Any, print_metric
         print_metrics(f"test (teacher, {teacher.info['members']} model(s))", result.teacher_test)
     print(f"\nmodel: {o.best_dir}")
     return 0
+
+
+def fold_teachers(items: list[str], train_files: list[str], sentences: Any) -> list[Any]:
+    """``--cross-fit FILE=TEACHER`` items -> ``FoldTeacher``s over the rows of ``sentences`` read from FILE
+    (every sentence records the file it came from)."""
+    from pathlib import Path
+
+    from nerservice.distil.run import FoldTeacher
+    from nerservice.errors import ConfigError
+
+    folds = []
+    known = {Path(f).resolve() for f in train_files}
+    for item in items:
+        file, sep, ref = item.partition("=")
+        if not sep or not file or not ref:
+            raise ConfigError(f"--cross-fit {item!r} is not FILE=TEACHER", hint="e.g. --cross-fit devel.tsv=ens-train")
+        path = Path(file).resolve()
+        if path not in known:
+            raise ConfigError(f"--cross-fit names {file}, which is not one of the --train files {train_files}",
+                              hint="cross-fitting labels part of the labelled text: name a --train file")
+        rows = [i for i, s in enumerate(sentences) if s.file is not None and Path(s.file).resolve() == path]
+        folds.append(FoldTeacher(load_teacher(ref), rows))
+    return folds
 
 
 def load_teacher(ref: str) -> Teacher:

@@ -8,7 +8,10 @@
    every head's targets, so each head also learns from the other corpora's text.
 2. Every training sentence — labelled first, then synthetic variants of them (``augment.py``, if
    ``distil.augment``), then unlabelled text in file order — gets the teacher's targets (``targets.py``);
-   labelled ones may mix in their gold path (``DistilConfig.gold_weight``).
+   labelled ones may mix in their gold path (``DistilConfig.gold_weight``).  With cross-fitting
+   (``FoldTeacher``) a part of the labelled text gets its targets from a teacher that was *not* trained on
+   it: on its own training text a teacher's targets are the gold tags again (BENCHMARKS.md, session 14),
+   while on held-out text they carry where it doubts and errs.
 3. The student is trained like any model (same vocabulary building from *all* its training text, same
    pretrained vectors, epochs, early stopping or fixed epochs, checkpoints and resume), with the teacher's
    tag set in the teacher's column order and the cross-entropy loss (``student.py``).
@@ -80,6 +83,16 @@ class Teacher:
         return isinstance(self.loaded.vocabs.tags, MultiTagVocabulary)
 
 
+@dataclass
+class FoldTeacher:
+    """Cross-fitting: labelled sentences ``rows`` (indices into the labelled corpus) take their targets from
+    ``teacher`` — a model or ensemble of the main teacher's tag set that was trained without them (e.g. the
+    teachers of the other half of the data) — instead of from the main teacher."""
+
+    teacher: Teacher
+    rows: Sequence[int]
+
+
 def teacher_from(loaded: Any, *, ref: str, path: str | Path, name: str, version: str) -> Teacher:
     """A loaded model folder (``artifacts.formats.load_model``) as a teacher; the shell resolved ``ref``
     to ``path``, ``name`` and ``version`` (``artifacts.resolve``: see ``cli/distil_cmd.load_teacher``)."""
@@ -130,14 +143,37 @@ def fixed_epochs(config: NerConfig, keep: Literal["best", "last"]) -> NerConfig:
     return config.with_overrides({"training.patience": config.training.epochs}) if keep == "last" else config
 
 
+def check_cross_fit(teacher: Teacher, cross_fit: Sequence[FoldTeacher], labelled: int) -> set[int]:
+    """Every fold teacher has the main teacher's tags in its column order; folds are disjoint rows of the
+    labelled corpus.  The rows they cover."""
+    covered: set[int] = set()
+    for k, fold in enumerate(cross_fit):
+        if fold.teacher.multi or fold.teacher.tags.tags != teacher.tags.tags:
+            raise ConfigError(f"cross-fitting teacher {fold.teacher.info['ref']} has tags {fold.teacher.tags.tags}; "
+                              f"the teacher's are {teacher.tags.tags}",
+                              hint="every fold's teacher must be trained on the same tag set")
+        rows = set(fold.rows)
+        if not rows or min(rows) < 0 or max(rows) >= labelled:
+            raise ConfigError(f"cross-fitting fold {k} names no rows, or rows outside the {labelled} labelled "
+                              "sentences", hint="a fold is the labelled sentences its teacher was not trained on")
+        if rows & covered:
+            raise ConfigError(f"cross-fitting fold {k} overlaps an earlier fold ({len(rows & covered)} sentences)",
+                              hint="each labelled sentence takes its targets from one fold's teacher")
+        covered |= rows
+    return covered
+
+
 def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, distil_config: DistilConfig, *,
                       labelled: Sequence[Sentence], unlabelled: UnlabelledText | None, loss: str, progress: bool,
-                      tagger_cls: type[Any], labelled_extra: dict[str, Any] | None = None) -> DistilPlan:
-    """The teacher's targets for ``labelled`` (tags in the teacher's columns) then the unlabelled text, and
-    the lineage record: what ``distil`` and ``distil_multi`` share."""
+                      tagger_cls: type[Any], labelled_extra: dict[str, Any] | None = None,
+                      cross_fit: Sequence[FoldTeacher] = ()) -> DistilPlan:
+    """The teacher's targets for ``labelled`` (tags in the teacher's columns; the rows of a ``cross_fit`` fold
+    from that fold's teacher) then the unlabelled text, and the lineage record: what ``distil`` and
+    ``distil_multi`` share."""
     from nerservice.lineage import corpus_fingerprint
 
     tags = teacher.tags
+    covered = check_cross_fit(teacher, cross_fit, len(labelled))
     synthetic = augmented_sentences(labelled, distil_config, seed=config.training.seed)
     from_files = unlabelled_sentences(unlabelled) if unlabelled is not None else []
     extra = [*synthetic, *from_files]
@@ -145,10 +181,21 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
     gold: list[np.ndarray | None] = [np.array([tags.id(t) for t in s.tags], dtype=np.int64) for s in labelled]
     gold += [None] * len(extra)
     heads = tags.slices if isinstance(tags, MultiTagVocabulary) else None
+
+    def targets_of(pred: Any, rows: Sequence[int]) -> TeacherTargets:
+        return build_targets(pred, [sentences[i].tokens for i in rows], temperature=distil_config.temperature,
+                             gold=[gold[i] for i in rows], gold_weight=distil_config.gold_weight,
+                             chunk=distil_config.teacher_chunk, batch_size=config.training.eval_batch_size,
+                             heads=heads)[0]
+
     t0 = time.perf_counter()
-    targets, _ = build_targets(predictor, [s.tokens for s in sentences], temperature=distil_config.temperature,
-                               gold=gold, gold_weight=distil_config.gold_weight, chunk=distil_config.teacher_chunk,
-                               batch_size=config.training.eval_batch_size, heads=heads)
+    mine = [i for i in range(len(sentences)) if i not in covered]
+    parts = [(mine, targets_of(predictor, mine))] if mine else []
+    for fold in cross_fit:
+        rows = sorted(fold.rows)
+        parts.append((rows, targets_of(fold.teacher.loaded.predictor(batch_size=config.training.eval_batch_size),
+                                       rows)))
+    targets = TeacherTargets.assemble(parts, len(sentences))
     seconds = time.perf_counter() - t0
     groups = [("labelled", len(labelled)), ("augmented", len(synthetic)), ("unlabelled", len(from_files))]
     soft = split_confidence(targets.unary, targets.offsets, groups, heads or [slice(0, targets.n_tags)])
@@ -164,6 +211,8 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
                        "fingerprint": corpus_fingerprint(synthetic)} if synthetic else None),
         "unlabelled": ({"files": unlabelled.files, "sentences": len(from_files), "tokens": unlabelled.tokens,
                         "fingerprint": corpus_fingerprint(from_files)} if unlabelled is not None else None),
+        "cross_fit": [{"teacher": fold.teacher.info, "sentences": len(fold.rows),
+                       "tokens": sum(len(labelled[i].tokens) for i in fold.rows)} for fold in cross_fit] or None,
         "settings": distil_config.model_dump(mode="json"),
         "loss": loss,
         "targets_seconds": round(seconds, 2),
@@ -177,7 +226,9 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
            dev_data: Sequence[Sentence], test_data: Sequence[Sentence] | None = None,
            unlabelled: UnlabelledText | None = None, out_dir: str | Path, sources: dict[str, Any] | None = None,
            callbacks: Sequence[TrainCallback] = (), resume: bool = True, progress: bool = True,
-           keep: Literal["best", "last"] = "best") -> DistilOutcome:
+           keep: Literal["best", "last"] = "best", cross_fit: Sequence[FoldTeacher] = ()) -> DistilOutcome:
+    """``cross_fit``: folds of ``train_data`` whose targets come from teachers not trained on them
+    (``FoldTeacher``); the main teacher labels the rest and the unlabelled text."""
     from nerservice.metrics import evaluate_predictor
     from nerservice.training.trainer import train
 
@@ -191,7 +242,8 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
     predictor = teacher.loaded.predictor(batch_size=config.training.eval_batch_size)
     plan = plan_distillation(teacher, predictor, config, distil_config, labelled=train_data, unlabelled=unlabelled,
                              loss="cross-entropy of the student's CRF against the teacher's CRF distribution "
-                                  "(exact marginals)", progress=progress, tagger_cls=StudentTagger)
+                                  "(exact marginals)", progress=progress, tagger_cls=StudentTagger,
+                             cross_fit=cross_fit)
     outcome = train(config, train_data=[*train_data, *plan.unlabelled], dev_data=dev_data, test_data=test_data,
                     embeddings=config.model.embeddings, out_dir=out_dir, sources=sources, callbacks=callbacks,
                     resume=resume, progress=progress, keep=keep, distillation=plan)

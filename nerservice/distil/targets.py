@@ -87,6 +87,25 @@ class TeacherTargets:
         unary = np.concatenate(list(node)).astype(np.float32) if len(node) else np.zeros((0, k), np.float32)
         return cls(unary=unary, offsets=offsets, pairs=pairs.astype(np.float32))
 
+    @classmethod
+    def assemble(cls, parts: Sequence[tuple[Sequence[int], "TeacherTargets"]], n: int) -> "TeacherTargets":
+        """One set of targets for sentences 0..n-1 from parts that each cover some of them (``rows[j]`` is the
+        sentence of the part's j-th target), e.g. cross-fitted teachers, each for the sentences it was not
+        trained on.  Every sentence must be covered exactly once."""
+        k = parts[0][1].n_tags
+        node: list[np.ndarray | None] = [None] * n
+        pairs = np.zeros((n, k, k), np.float32)
+        for rows, part in parts:
+            for j, i in enumerate(rows):
+                if node[i] is not None:
+                    raise ValueError(f"sentence {i} has targets from two parts")
+                node[i] = part.unary[part.offsets[j]:part.offsets[j + 1]]
+                pairs[i] = part.pairs[j]
+        missing = [i for i, x in enumerate(node) if x is None]
+        if missing:
+            raise ValueError(f"{len(missing)} sentence(s) without targets, the first {missing[0]}")
+        return cls.build([x for x in node if x is not None], pairs)
+
     def __len__(self) -> int:
         return int(self.pairs.shape[0])
 

@@ -136,3 +136,97 @@ def test_bad_settings_and_corpora_are_coded_errors(work: dict[str, Path], tmp_pa
             "--out", str(tmp_path / "o"), "--quiet"]
     assert main(args) == 2  # NER100: tags the teacher does not know
     assert not (tmp_path / "o").exists(), "nothing written"
+
+
+def test_cross_fitting_takes_each_folds_targets_from_its_own_teacher(work: dict[str, Path], tmp_path: Path) -> None:
+    """Rows of a fold get exactly what that fold's teacher alone gives them (gold mixed in as for any labelled
+    sentence); the other rows and the unlabelled text keep the main teacher's; the lineage says which."""
+    from nerservice.artifacts.formats import load_model
+    from nerservice.config import NerConfig
+    from nerservice.data import read_corpus
+    from nerservice.distil.config import DistilConfig
+    from nerservice.distil.run import FoldTeacher, plan_distillation, teacher_from
+    from nerservice.distil.student import StudentTagger
+    from nerservice.distil.targets import build_targets
+
+    def teacher(path: Path) -> object:
+        return teacher_from(load_model(path), ref=str(path), path=path, name="t", version="1")
+
+    main_t, fold_t = teacher(work["ensemble"]), teacher(save_random_model(tmp_path / "f", {}, seed=7))
+    labelled = read_corpus(work["train"]).sentences
+    dconfig = DistilConfig(gold_weight=0.25)
+    config = NerConfig()
+    rows = list(range(10, 25))
+    plan = plan_distillation(main_t, main_t.loaded.predictor(), config, dconfig, labelled=labelled, unlabelled=None,
+                             loss="x", progress=False, tagger_cls=StudentTagger,
+                             cross_fit=[FoldTeacher(fold_t, rows)])
+    tags = main_t.tags
+    gold = [np.array([tags.id(t) for t in s.tags]) for s in labelled]
+
+    def alone(t: object, idx: list[int]) -> object:
+        return build_targets(t.loaded.predictor(), [labelled[i].tokens for i in idx], temperature=1.0,  # type: ignore[attr-defined]
+                             gold=[gold[i] for i in idx], gold_weight=0.25, chunk=64)[0]
+
+    others = [i for i in range(len(labelled)) if i not in rows]
+    for idx, t in ((rows, fold_t), (others, main_t)):
+        ref = alone(t, idx)
+        for j, i in enumerate(idx):
+            got = plan.targets.unary[plan.targets.offsets[i]:plan.targets.offsets[i + 1]]
+            np.testing.assert_allclose(got, ref.unary[ref.offsets[j]:ref.offsets[j + 1]], atol=1e-6)
+            np.testing.assert_allclose(plan.targets.pairs[i], ref.pairs[j], atol=1e-5)
+    # the two teachers differ (random weights), so the fold's rows really changed teacher
+    main_only = alone(main_t, rows)
+    assert not np.allclose(main_only.unary, plan.targets.unary[plan.targets.offsets[10]:plan.targets.offsets[25]])
+    fold_record = plan.record["cross_fit"][0]
+    assert fold_record["sentences"] == 15 and fold_record["teacher"]["ref"] == str(tmp_path / "f")
+    assert fold_record["tokens"] == sum(len(labelled[i].tokens) for i in rows)
+
+
+def test_cross_fitting_on_the_cli_and_its_coded_errors(work: dict[str, Path], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Two --train files, each labelled by the other's teacher; bad folds fail before anything is written."""
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.layout import LAST
+    from nerservice.cli.main import main
+    from nerservice.data.writers import write_corpus
+    from nerservice.demo_corpus import generate
+
+    second = tmp_path / "second.tsv"
+    write_corpus(generate(30, seed=11), second, fmt="tsv")
+    fold_a, fold_b = (save_random_model(tmp_path / n, {}, seed=s) for n, s in (("a", 5), ("b", 6)))
+    base = ["distil", "--teacher", str(work["ensemble"]), "--train", str(work["train"]), str(second),
+            "--dev", str(work["dev"]), "--quiet", "--keep", "last", "--set", "training.epochs=1"]
+    out = tmp_path / "out"
+    assert main([*base, "--out", str(out), "--cross-fit", f"{work['train']}={fold_a}",
+                 "--cross-fit", f"{second}={fold_b}"]) == 0
+    assert "cross-fitting: 40 labelled sentences take their targets from" in capsys.readouterr().out
+    record = load_model(out / LAST).lineage["distillation"]["cross_fit"]
+    assert [(r["sentences"], r["teacher"]["ref"]) for r in record] == [(40, str(fold_a)), (30, str(fold_b))]
+
+    genes = save_gene_model(tmp_path / "g2")
+    for extra, needle in (([f"{work['dev']}={fold_a}"], "not one of the --train files"),
+                          ([f"{second}"], "is not FILE=TEACHER"),
+                          ([f"{second}={genes}"], "cross-fitting teacher"),
+                          ([f"{second}={fold_a}", f"{second}={fold_b}"], "overlaps an earlier fold")):
+        bad_out = tmp_path / f"bad{len(needle)}"
+        args = [*base, "--out", str(bad_out)]
+        for e in extra:
+            args += ["--cross-fit", e]
+        assert main(args) == 2, extra
+        assert needle in capsys.readouterr().err, extra
+        assert not bad_out.exists(), "nothing written"
+
+
+def save_gene_model(out: Path) -> Path:
+    """A random-weight model of another tag set (Gene) than the demo corpus's (Disease, Chemical)."""
+    from helpers import TINY_OVERRIDES, tiny_config
+    from nerservice.artifacts.model_folder import save_model
+    from nerservice.data import Sentence
+    from nerservice.model.tagger import build_tagger
+    from nerservice.training.trainer import build_vocabularies
+
+    config = tiny_config().with_overrides(TINY_OVERRIDES)
+    vocabs = build_vocabularies([Sentence(("BRCA1", "binds"), ("B-Gene", "O"))])
+    model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
+                         n_tags=len(vocabs.tags), seed=0)
+    return save_model(out, model=model, vocabs=vocabs, config=config)

@@ -39,12 +39,19 @@ def test_the_gpu_bench_distils_under_jax_without_tensorflow(tmp_path: Path) -> N
     out = tmp_path / "result.json"
     proc = subprocess.run([sys.executable, str(REPO / "bench/gpu/distil_gpu.py"), "--data", str(data),
                            "--unlabelled-corpora", "OTHER", "--teachers", *teachers, *sets, "--gold-weights", "0",
+                           # cross-fitting's plumbing: each fold "ensemble" is the same two teachers, so the
+                           # targets are the main ensemble's (tests/distil/test_distil.py checks that folds
+                           # really take their own teacher's targets)
+                           "--fold-teachers", "train=" + ",".join(teachers), "--fold-teachers", "devel=" + ",".join(teachers),
                            "--out", str(tmp_path / "run"), "--json-out", str(out)],
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     r = json.loads(out.read_text())
     assert r["backend"] == "jax" and r["tensorflow_imported"] is False
     assert r["ensemble"]["members"] == 2 and r["data"]["unlabelled_tokens"] > 500
+    assert r["folds"]["train"]["labels"] == "devel" and r["folds"]["devel"]["labels"] == "train"
+    assert r["folds"]["train"]["held_out_confidence"]["sentences"] == 30  # devel, held out from the train fold
     (student,) = r["students"]
+    assert student["cross_fit"] is True and student["target_confidence"]["labelled"]["tokens"] > 0
     assert student["epochs_run"] == 4 and student["dev_is_training_data"] is True
     assert student["test_tag_agreement_with_teacher"] > r["ensemble"]["test_majority_tag_rate"] + 0.05, student
