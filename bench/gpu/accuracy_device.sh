@@ -312,7 +312,7 @@ AA)
     --unlabelled-corpora NCBI-disease BC2GM linnaeus --train-teachers 3 --teacher-set training.epochs=24 \
     --teacher-set training.max_minutes=3.5 --set training.bucket_size=32 --set training.epochs=20 --gold-weights 0 \
     --deadline-s 570 --out /tmp/distil --json-out $R/distil-bc5cdr.json > $R/distil-bc5cdr.log 2>&1 ;;
-AB)
+AB|AU)  # AU (session 18) is AB again
   timeout 560 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR --train-teachers 3 \
     --teacher-set training.epochs=24 --teacher-set training.max_minutes=6 --teachers-only --out /tmp/distil \
     --json-out $R/distil-bc5cdr-teachers.json > $R/distil-bc5cdr-teachers.log 2>&1 ;;
@@ -397,10 +397,6 @@ AT)
   multi 520 7.0 w2 $D/corpora-w.json "" ;;
 AS)
   run_seeds 570 7.2 as char2 "--seen-unseen $CHAR2" NCBI-disease BC5CDR BC2GM ;;
-AU)
-  timeout 560 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR --train-teachers 3 \
-    --teacher-set training.epochs=24 --teacher-set training.max_minutes=6 --teachers-only --out /tmp/distil \
-    --json-out $R/distil-bc5cdr-teachers.json > $R/distil-bc5cdr-teachers.log 2>&1 ;;
 AV)
   T=""; for s in 42 1 2; do T="$T /tmp/distil/teacher-$s/model-last"; done
   ls $T > /dev/null || exit 1
