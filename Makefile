@@ -27,12 +27,10 @@ stop:
 	scripts/quickstart.sh stop
 
 # ruff and mypy (configured in pyproject.toml; mypy is strict on the core packages), then every test tier, on
-# three pytest-xdist workers: one test file per unit of work, longest first (tests/conftest.py); then, alone,
-# the tests marked serial (they measure the machine). Three workers on two cores, because with two the tier
-# kept only 1.37 cores busy on average (session 17's CI: 69 CPU-minutes in 50.5 minutes): its tests wait on
-# JVMs, servers and subprocesses much of the time (BENCHMARKS.md, "CI and the install").
+# two pytest-xdist workers: one test file per unit of work, longest first (tests/conftest.py); then, alone,
+# the tests marked serial (they measure the machine).
 test: setup system-deps lint
-	$(PY) -m pytest -q -n 3 --dist loadfile --durations=30 -m "not serial"
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=30 -m "not serial"
 	$(PY) -m pytest -q --durations=5 -m serial
 
 lint: setup

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Refresh tests/durations.json, the seconds each unit of work took, which parallel runs use to start the
 longest units first (tests/conftest.py). Input: a run's JUnit XML, e.g.
-``.venv/bin/python -m pytest -n 3 --dist loadfile --junitxml=/tmp/run.xml`` then
+``.venv/bin/python -m pytest -n 2 --dist loadfile --junitxml=/tmp/run.xml`` then
 ``python scripts/test_durations.py /tmp/run.xml``. Units under a second are left out (they run last)."""
 from __future__ import annotations
 

@@ -98,11 +98,11 @@ def tiny_multi_run(tiny_multi_corpora: Path, tmp_path_factory: pytest.TempPathFa
 
 
 
-# --- Parallel runs: `make test` runs `pytest -n 3 --dist loadfile` (pytest-xdist) ---------------------------
+# --- Parallel runs: `make test` runs `pytest -n 2 --dist loadfile` (pytest-xdist) ---------------------------
 # A unit of work for a worker is a test file, so a module's fixtures are built once, on one worker, except that
 # the files sharing the session Spark cluster (tests/spark/conftest.py) are one unit: the run starts one
 # cluster and never runs two Spark jobs on it at once. Units run longest first (their seconds in
-# tests/durations.json, refreshed with scripts/test_durations.py from a run's --junitxml), so the workers
+# tests/durations.json, refreshed with scripts/test_durations.py from a run's --junitxml), so the two workers
 # finish close together; a unit not listed there counts 0 s and runs last.
 # (Our own scheduler, not `--dist loadgroup`: xdist 3.8 groups by rewriting item._nodeid, which pytest 9.2
 # no longer reads, so loadgroup silently ran every test on its own.)
