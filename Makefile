@@ -28,7 +28,7 @@ stop:
 
 # ruff and mypy (configured in pyproject.toml; mypy is strict on the core packages), then every test tier, on
 # two pytest-xdist workers: one test file per unit of work, longest first (tests/conftest.py); then, alone,
-# the tests marked serial (they measure the machine). Three workers were slower and flaky on two cores
+# the tests marked serial (they measure the machine). Three workers were ~11 % faster but flaky on two cores
 # (BENCHMARKS.md, "CI and the install").
 test: setup system-deps lint
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=30 -m "not serial"
