@@ -213,10 +213,14 @@ def main() -> None:
     corpus = Path(args.data) / args.corpus
     tr, dv, te = (read_corpus(corpus / f"{s}.tsv").sentences for s in ("train", "devel", "test"))
     t0 = time.perf_counter()
-    ens_dir = save_ensemble(out / "ensemble", teacher_dirs)
-    resolved = resolve(str(ens_dir))
-    teacher = teacher_from(load_model(resolved.path), ref=str(ens_dir), path=resolved.path, name=resolved.name,
-                           version=resolved.version)
+    def ensemble_teacher(folder: Path, members: list[Path]) -> Any:
+        """The members saved as one ensemble folder, loaded as a distillation teacher."""
+        ens_dir = save_ensemble(folder, members)
+        resolved = resolve(str(ens_dir))
+        return teacher_from(load_model(resolved.path), ref=str(ens_dir), path=resolved.path, name=resolved.name,
+                            version=resolved.version)
+
+    teacher = ensemble_teacher(out / "ensemble", teacher_dirs)
     ens_pred = teacher.loaded.predictor(batch_size=256)
     result["ensemble"] = {"test": f1s(evaluate_predictor(ens_pred, te)), "members": len(teacher_dirs)}
     result["members_test"] = [f1s(evaluate_predictor(load_model(d).predictor(batch_size=256), te))
@@ -259,17 +263,14 @@ def main() -> None:
         offset = {"train": 0, "devel": len(tr)}  # labelled = train + devel, in that order
         held_out = {"train": dv, "devel": tr}
         result["folds"] = {}
+        from teacher_confidence import confidence_stats
+
         for fold, dirs in fold_dirs.items():
             other = "devel" if fold == "train" else "train"
-            f_dir = save_ensemble(out / f"ensemble-{fold}", dirs)
-            f_res = resolve(str(f_dir))
-            f_teacher = teacher_from(load_model(f_res.path), ref=str(f_dir), path=f_res.path, name=f_res.name,
-                                     version=f_res.version)
+            f_teacher = ensemble_teacher(out / f"ensemble-{fold}", dirs)
             f_pred = f_teacher.loaded.predictor(batch_size=256)
             rows = range(offset[other], offset[other] + len(held_out[fold]))
             cross_fit.append(FoldTeacher(f_teacher, rows))
-            from teacher_confidence import confidence_stats
-
             result["folds"][fold] = {
                 "labels": other, "members": len(dirs), "test": f1s(evaluate_predictor(f_pred, te)),
                 "held_out": f1s(evaluate_predictor(f_pred, held_out[fold])),
