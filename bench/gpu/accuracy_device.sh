@@ -118,6 +118,18 @@
 #      0.96M unlabelled tokens) with one change: each labelled sentence takes its targets from the ensemble of the
 #      half it is not in (AV), mixed with its gold path at weight 0.5 (`distil.gold_weight`, fixed beforehand: the
 #      final protocol has no held-out dev to choose it); AU's ensemble labels the unlabelled text as before
+# Session 19 (issue 14: AW's half-data fold teachers scored 85.1-86.2 on the half they labelled, against ~87.4 for
+#   a model on all of train + devel; fold teachers on more of the text should give better targets): 4-fold
+#   cross-fitting (bench/gpu/folds.py: four contiguous blocks of BC5CDR train + devel, ~2,285 sentences each), three
+#   calls on one warm machine:
+#   AX: fold teachers 1of4 and 2of4 (each on the other three blocks, 75 % of the text; seeds 42/1/2, six processes),
+#      24 epochs, model-last (folders in /tmp/kf on the device)
+#   AY: fold teachers 3of4 and 4of4 the same way, then (--teachers-only) every fold ensemble scored on its block and
+#      on test, and the main teacher — the four seed-42 fold models as one ensemble, each member on 75 % of the
+#      text, instead of AU's three teachers on all of it (three more trainings do not fit the device budget)
+#   AZ: three students (seeds 42/1/2), AW's recipe (20 epochs, model-last, gold weight 0.5, the 0.96M unlabelled
+#      tokens, fixed before the run) with each block's sentences labelled by its fold's 3-model ensemble and the
+#      unlabelled text by AY's main teacher; --no-teacher-eval, so the students keep the call for training
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -183,6 +195,17 @@ final_multi() {
 weighted() {
   python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); w = dict(a.split("=") for a in sys.argv[2:]);
 [c.update(weight=float(w[c["name"]])) for c in d["corpora"] if c["name"] in w]; print(json.dumps(d))' $D/corpora.json "$@"
+}
+# Session 19's 4-fold teachers in /tmp/kf: T = the main teacher's members (each fold's seed 42), FT = --fold-teachers
+kf_teachers() {
+  local f s m
+  T=""; FT=""
+  for f in 1of4 2of4 3of4 4of4; do
+    T="$T /tmp/kf/teacher-$f-42/model-last"; m=""
+    for s in 42 1 2; do m="$m,/tmp/kf/teacher-$f-$s/model-last"; done
+    FT="$FT --fold-teachers $f=${m#,}"
+    ls ${m//,/ } > /dev/null || exit 1
+  done
 }
 CHAR2="--set model.char_embedding_dim=50 --set model.char_cnn_filters=60 --set model.char_lstm_units=50"
 case $1 in
@@ -425,6 +448,35 @@ AF)
   timeout 560 python3 -m nerservice.cli.main distil --teacher /tmp/multi-ens --corpora $D/corpora-w.json $V \
     --keep last --dev-in-train --set training.epochs=16 --set training.bucket_size=32 --set training.max_minutes=6 \
     --out /tmp/multi-student --quiet --json > $R/multi-student.json 2> $R/multi-student.log ;;
+AX|AY)
+  case $1 in AX) FS="1of4 2of4" ;; AY) FS="3of4 4of4" ;; esac
+  for f in $FS; do
+    for s in 42 1 2; do
+      timeout 480 python3 bench/gpu/train_gpu.py --corpus $D/BC5CDR $V --no-ceiling --no-inference --fold $f \
+        --set training.epochs=24 --set training.max_minutes=6.5 --set training.seed=$s --out /tmp/kf/teacher-$f-$s \
+        --json-out $R/kfold-teacher-$f-$s.json > $R/kfold-teacher-$f-$s.log 2>&1 &
+      pids="${pids:-} $!"
+    done
+  done
+  wait $pids
+  if [ $1 = AY ]; then
+    kf_teachers
+    left=$((580 - SECONDS)); [ $left -gt 30 ] || left=30  # SECONDS: since the call's start, the install included
+    timeout $left python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
+      --teachers $T --kfold 4 $FT --teachers-only --out /tmp/kf-eval --json-out $R/distil-bc5cdr-kfold.json \
+      > $R/distil-bc5cdr-kfold.log 2>&1
+  fi ;;
+AZ)
+  kf_teachers
+  for s in 42 1 2; do
+    timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
+      --unlabelled-corpora NCBI-disease BC2GM linnaeus --teachers $T --kfold 4 $FT --no-teacher-eval \
+      --set training.bucket_size=32 --set training.epochs=20 --set training.seed=$s \
+      --gold-weights 0.5 --deadline-s 575 --out /tmp/distil-kf-s$s \
+      --json-out $R/distil-bc5cdr-student-kf-$s.json > $R/distil-bc5cdr-student-kf-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done
+  wait $pids ;;
 esac
 kill $mon
 pack

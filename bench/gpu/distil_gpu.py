@@ -15,12 +15,13 @@
    cut off by a time limit still reports what it finished.
 
 Cross-fitting (``--cross-fit``, final protocol): besides the N teachers on train + devel (or the --teachers
-given), N teachers on train only and N on devel only (``train_gpu.py --fold``, the same fixed epochs,
-model-last, all side by side); each
-half's ensemble gives the targets of the *other* half's labelled sentences (``nerservice.distil.run.FoldTeacher``),
-so the student's labelled text is labelled by teachers that never saw it (on their own training text a
-teacher's targets are the gold tags again: BENCHMARKS.md, session 14); the train + devel ensemble labels the
-unlabelled text as before.  ``--fold-teachers SPLIT=DIR,...`` passes such teachers (trained on SPLIT) instead.
+given), N teachers per fold (``bench/gpu/folds.py``, ``train_gpu.py --fold``, the same fixed epochs, model-last,
+all side by side): by default the corpus's halves, N on train only and N on devel only; with ``--kfold K``, N
+on each K-1 of K blocks of train + devel.  Each fold's ensemble gives the targets of the labelled sentences its
+members never saw (``nerservice.distil.run.FoldTeacher``), so the student's labelled text is labelled by
+teachers that did not train on it (on their own training text a teacher's targets are the gold tags again:
+BENCHMARKS.md, session 14); the --teachers ensemble labels the unlabelled text as before.
+``--fold-teachers FOLD=DIR,...`` passes such teachers (fold names: ``train``, ``devel`` or ``IofK``) instead.
 
 Runs with KERAS_BACKEND=jax and only keras, pydantic, numpy, seqeval (no TensorFlow):
 
@@ -38,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from folds import fold_names, held_out_rows  # bench/gpu/, the script's own folder
+
 os.environ.setdefault("KERAS_BACKEND", "jax")
 # Several processes share the GPU while the teachers train (and this one holds a client): none may take 75 %.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -45,15 +48,13 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 
-FOLDS = ("train", "devel")  # cross-fitting: the split a fold's teachers train on; they label the other
-
-
 def train_teachers(args: argparse.Namespace, out: Path, result: dict[str, Any]) -> tuple[list[Path], dict[str, list[Path]]]:
     """N train_gpu.py processes side by side (and, with --cross-fit, N per fold); each one's model folder."""
     corpus = Path(args.data) / args.corpus
     seeds = [42, 1, 2, 3, 4, 5, 6, 7][: args.train_teachers]
     # with --teachers, --cross-fit trains only the fold teachers
-    jobs = ([] if args.teachers else [("", s) for s in seeds]) + [(f, s) for f in FOLDS for s in seeds if args.cross_fit]
+    jobs = ([] if args.teachers else [("", s) for s in seeds]) + [(f, s) for f in fold_names(args.kfold) for s in seeds
+                                                                    if args.cross_fit]
     procs: list[dict[str, Any]] = []
     pending = list(jobs)
     t0 = time.perf_counter()
@@ -103,7 +104,8 @@ def train_teachers(args: argparse.Namespace, out: Path, result: dict[str, Any]) 
     result["fold_teachers"] = [p for p in procs if p["fold"]]
     result["stages_s"]["teachers"] = time.perf_counter() - t0
     return ([Path(p["dir"]) for p in result["teachers"]],
-            {f: [Path(p["dir"]) for p in result["fold_teachers"] if p["fold"] == f] for f in FOLDS if args.cross_fit})
+            {f: [Path(p["dir"]) for p in result["fold_teachers"] if p["fold"] == f] for f in fold_names(args.kfold)
+             if args.cross_fit})
 
 
 def infer_speed(predictor: Any, sentences: list[tuple[str, ...]], passes: int = 2) -> float:
@@ -141,9 +143,14 @@ def main() -> None:
                     help="the ensemble's target confidence on labelled, unlabelled and test text at these "
                          "temperatures (bench/gpu/teacher_confidence.py)")
     ap.add_argument("--cross-fit", action="store_true", help="with --train-teachers N (final protocol): also N "
-                    "teachers on train only and N on devel only; each half's ensemble labels the other half")
-    ap.add_argument("--fold-teachers", action="append", default=[], metavar="SPLIT=DIR,DIR..",
-                    help="cross-fitting teachers trained on SPLIT (train or devel) only, which label the other split")
+                    "teachers per fold; each fold's ensemble labels the text its members never saw")
+    ap.add_argument("--kfold", type=int, default=0, metavar="K", help="cross-fitting folds: K blocks of train + "
+                    "devel (fold IofK trains on all blocks but I); 0 = the corpus's halves, folds train and devel")
+    ap.add_argument("--fold-teachers", action="append", default=[], metavar="FOLD=DIR,DIR..",
+                    help="cross-fitting teachers of FOLD (train, devel or IofK: bench/gpu/folds.py)")
+    ap.add_argument("--no-teacher-eval", action="store_true", help="score no member, fold ensemble or inference "
+                    "speed, only what the students need (the ensemble's test tags): a --teachers-only run on the "
+                    "same teachers reports those, and side-by-side students keep their time for training")
     ap.add_argument("--gold-weights", type=float, nargs="+", default=[0.0], help="one student per value")
     ap.add_argument("--deadline-s", type=float, help="wall-clock budget of the whole run: each student's "
                     "training.max_minutes is cut to what is left (minus --margin-s), and the run says so")
@@ -193,16 +200,16 @@ def main() -> None:
 
     fold_dirs: dict[str, list[Path]] = {}
     for item in args.fold_teachers:
-        split, _, dirs = item.partition("=")
-        if split not in FOLDS or not dirs:
-            raise SystemExit(f"--fold-teachers {item!r}: SPLIT=DIR,DIR.. with SPLIT one of {FOLDS}")
-        fold_dirs[split] = [Path(d) for d in dirs.split(",")]
+        fold, _, dirs = item.partition("=")
+        if fold not in fold_names(args.kfold) or not dirs:
+            raise SystemExit(f"--fold-teachers {item!r}: FOLD=DIR,DIR.. with FOLD one of {fold_names(args.kfold)}")
+        fold_dirs[fold] = [Path(d) for d in dirs.split(",")]
     if args.train_teachers:
         trained, trained_folds = train_teachers(args, out, result)
         fold_dirs.update(trained_folds)
     teacher_dirs = [Path(t) for t in args.teachers] or trained
-    if fold_dirs and set(fold_dirs) != set(FOLDS):
-        raise SystemExit(f"cross-fitting needs teachers for both folds {FOLDS}; got {sorted(fold_dirs)}")
+    if fold_dirs and set(fold_dirs) != set(fold_names(args.kfold)):
+        raise SystemExit(f"cross-fitting needs teachers for every fold {fold_names(args.kfold)}; got {sorted(fold_dirs)}")
     if args.export_teachers:
         import shutil
 
@@ -223,10 +230,11 @@ def main() -> None:
     teacher = ensemble_teacher(out / "ensemble", teacher_dirs)
     ens_pred = teacher.loaded.predictor(batch_size=256)
     result["ensemble"] = {"test": f1s(evaluate_predictor(ens_pred, te)), "members": len(teacher_dirs)}
-    result["members_test"] = [f1s(evaluate_predictor(load_model(d).predictor(batch_size=256), te))
-                              for d in teacher_dirs]
     test_tokens = [s.tokens for s in te]
-    result["ensemble"]["infer_tokens_per_s"] = infer_speed(ens_pred, test_tokens)
+    if not args.no_teacher_eval:
+        result["members_test"] = [f1s(evaluate_predictor(load_model(d).predictor(batch_size=256), te))
+                                  for d in teacher_dirs]
+        result["ensemble"]["infer_tokens_per_s"] = infer_speed(ens_pred, test_tokens)
     teacher_tags = [t for tags in ens_pred.predict_tags(test_tokens) for t in tags]
     counts: dict[str, int] = {}
     for t in teacher_tags:
@@ -235,7 +243,7 @@ def main() -> None:
     result["ensemble"]["test_majority_tag_rate"] = max(counts.values()) / len(teacher_tags)
     result["stages_s"]["ensemble_eval"] = time.perf_counter() - t0
     print(f"ensemble test F1 {result['ensemble']['test']['f1']:.4f}; members "
-          f"{[round(m['f1'], 4) for m in result['members_test']]}", flush=True)
+          f"{[round(m['f1'], 4) for m in result.get('members_test', [])]}", flush=True)
     save()
     ner_sets, distil_sets = split_overrides(list(args.set))
     base = DistilConfig().with_overrides(distil_sets)
@@ -258,26 +266,26 @@ def main() -> None:
         save()
     cross_fit = []
     if fold_dirs:
-        # each fold's teachers as one ensemble, labelling the split they were not trained on
+        # each fold's teachers as one ensemble, labelling the rows of train + devel they were not trained on
         t0 = time.perf_counter()
-        offset = {"train": 0, "devel": len(tr)}  # labelled = train + devel, in that order
-        held_out = {"train": dv, "devel": tr}
         result["folds"] = {}
         from teacher_confidence import confidence_stats
 
         for fold, dirs in fold_dirs.items():
-            other = "devel" if fold == "train" else "train"
             f_teacher = ensemble_teacher(out / f"ensemble-{fold}", dirs)
-            f_pred = f_teacher.loaded.predictor(batch_size=256)
-            rows = range(offset[other], offset[other] + len(held_out[fold]))
+            rows = held_out_rows(fold, len(tr), len(dv))
             cross_fit.append(FoldTeacher(f_teacher, rows))
-            result["folds"][fold] = {
-                "labels": other, "members": len(dirs), "test": f1s(evaluate_predictor(f_pred, te)),
-                "held_out": f1s(evaluate_predictor(f_pred, held_out[fold])),
+            labels = {"train": "devel", "devel": "train"}.get(fold, f"block {fold}")
+            result["folds"][fold] = {"labels": labels, "members": len(dirs), "rows": [rows.start, rows.stop]}
+            if args.no_teacher_eval:
+                continue
+            f_pred = f_teacher.loaded.predictor(batch_size=256)
+            held_out = [labelled[j] for j in rows]
+            result["folds"][fold].update({
+                "test": f1s(evaluate_predictor(f_pred, te)), "held_out": f1s(evaluate_predictor(f_pred, held_out)),
                 "held_out_confidence": confidence_stats(
-                    f_pred, {other: ([s.tokens for s in held_out[fold]], [s.tags for s in held_out[fold]])},
-                    [1.0])[other]}
-            print(f"fold ensemble on {fold}: F1 on {other} (held out) {result['folds'][fold]['held_out']['f1']:.4f}, "
+                    f_pred, {labels: ([s.tokens for s in held_out], [s.tags for s in held_out])}, [1.0])[labels]})
+            print(f"fold ensemble {fold}: F1 on {labels} (held out) {result['folds'][fold]['held_out']['f1']:.4f}, "
                   f"test {result['folds'][fold]['test']['f1']:.4f}", flush=True)
         result["stages_s"]["folds_eval"] = time.perf_counter() - t0
         save()

@@ -138,15 +138,17 @@ def main() -> None:
                     "mentions seen / unseen as mentions in train (seen_unseen_recall)")
     ap.add_argument("--train-on-dev", action="store_true", help="final-model protocol (as bench/train_bench.py): "
                     "train on train+devel for exactly training.epochs, report model-last's test F1")
-    ap.add_argument("--fold", choices=["train", "devel"], help="cross-fitting teacher (bench/gpu/distil_gpu.py "
-                    "--cross-fit): train on this split only for exactly training.epochs, model-last, with the other "
-                    "split as its dev (held out: its F1 is an out-of-fold figure)")
+    ap.add_argument("--fold", help="cross-fitting teacher (bench/gpu/distil_gpu.py --cross-fit, bench/gpu/folds.py): "
+                    "train, devel (train on that split only) or IofK (train on train + devel without its I-th of K "
+                    "blocks) for exactly training.epochs, model-last, with the text left out as its dev (held out: "
+                    "its F1 is an out-of-fold figure)")
     args = ap.parse_args()
     if args.fold and (args.train_on_dev or args.window_tokens):
         raise SystemExit("--fold trains on one split as it is: not with --train-on-dev or --window-tokens")
 
     import jax
     import keras
+    from folds import split_fold  # bench/gpu/, the script's own folder
 
     from nerservice.config import NerConfig
     from nerservice.data import read_corpus
@@ -163,8 +165,8 @@ def main() -> None:
         config = config.with_overrides([f"training.patience={config.training.epochs}"])
     tr = read_corpus(os.path.join(args.corpus, "train.tsv")).sentences
     dv = read_corpus(os.path.join(args.corpus, "devel.tsv")).sentences
-    if args.fold == "devel":
-        tr, dv = dv, tr
+    if args.fold:
+        tr, dv = split_fold(args.fold, tr, dv)
     te = read_corpus(os.path.join(args.corpus, "test.tsv")).sentences
     if args.window_tokens:
         tr, dv, te = (pack_windows(x, args.window_tokens) for x in (tr, dv, te))
@@ -222,12 +224,12 @@ def main() -> None:
         "seen_unseen_recall": recall_split,
         "device": str(jax.devices()[0]), "data_parallel_devices": args.data_parallel or 1,
         "embeddings": args.embeddings, "window_tokens": args.window_tokens, "config": config.model_dump(mode="json"),
-        "epochs_run": len(hist), "best_epoch": outcome.best_epoch, "stopped": outcome.stopped_reason,
+        "train_sentences": len(tr), "dev_sentences": len(dv), "epochs_run": len(hist), "best_epoch": outcome.best_epoch, "stopped": outcome.stopped_reason,
         "train_tokens_per_s_steady": steady, "train_tokens_per_s_by_epoch": tps,
         "epoch_seconds": [h["train_seconds"] for h in hist], "eval_seconds": [h["eval_seconds"] for h in hist],
         "time_to_best_s": time_to_best, "wall_s": wall,
         "protocol": ("train+devel, fixed epochs, model-last" if args.train_on_dev else
-                     f"{args.fold} only, fixed epochs, model-last (cross-fitting fold)" if args.fold else
+                     f"cross-fitting fold {args.fold}: fixed epochs, model-last, dev = the text left out" if args.fold else
                      "train, early stopping on devel"),
         "corpus": os.path.basename(os.path.normpath(args.corpus)), "dev_f1_by_epoch": [h["dev_f1"] for h in hist],
         "dev_f1": outcome.dev["micro"]["f1"], "test_f1": test["micro"]["f1"] if test else None,

@@ -42,15 +42,17 @@ def test_the_gpu_bench_distils_under_jax_without_tensorflow(tmp_path: Path) -> N
                            # cross-fitting's plumbing: each fold "ensemble" is the same two teachers, so the
                            # targets are the main ensemble's (tests/distil/test_distil.py checks that folds
                            # really take their own teacher's targets)
-                           "--fold-teachers", "train=" + ",".join(teachers), "--fold-teachers", "devel=" + ",".join(teachers),
+                           # (three blocks of train + devel: bench/gpu/folds.py)
+                           "--kfold", "3", *sum((["--fold-teachers", f"{i}of3=" + ",".join(teachers)] for i in (1, 2, 3)), []),
                            "--out", str(tmp_path / "run"), "--json-out", str(out)],
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     r = json.loads(out.read_text())
     assert r["backend"] == "jax" and r["tensorflow_imported"] is False
     assert r["ensemble"]["members"] == 2 and r["data"]["unlabelled_tokens"] > 500
-    assert r["folds"]["train"]["labels"] == "devel" and r["folds"]["devel"]["labels"] == "train"
-    assert r["folds"]["train"]["held_out_confidence"]["sentences"] == 30  # devel, held out from the train fold
+    # train + devel = 110 sentences in blocks of 36 / 37 / 37, each labelled by its own fold's ensemble
+    assert [r["folds"][f"{i}of3"]["rows"] for i in (1, 2, 3)] == [[0, 36], [36, 73], [73, 110]]
+    assert r["folds"]["2of3"]["labels"] == "block 2of3" and r["folds"]["2of3"]["held_out_confidence"]["sentences"] == 37
     (student,) = r["students"]
     assert student["cross_fit"] is True and student["target_confidence"]["labelled"]["tokens"] > 0
     assert student["epochs_run"] == 4 and student["dev_is_training_data"] is True
