@@ -130,6 +130,8 @@
 #   AZ: three students (seeds 42/1/2), AW's recipe (20 epochs, model-last, gold weight 0.5, the 0.96M unlabelled
 #      tokens, fixed before the run) with each block's sentences labelled by its fold's 3-model ensemble and the
 #      unlabelled text by AY's main teacher; --no-teacher-eval, so the students keep the call for training
+#   BA: the control, on the same warm machine right after AZ: AZ with gold weight 0 (the cross-fitted targets alone),
+#      so the two differ only in the gold mix (session 19 ran it as AZ with this change made by `sed` in the call)
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -466,14 +468,15 @@ AX|AY)
       --teachers $T --kfold 4 $FT --teachers-only --out /tmp/kf-eval --json-out $R/distil-bc5cdr-kfold.json \
       > $R/distil-bc5cdr-kfold.log 2>&1
   fi ;;
-AZ)
+AZ|BA)
   kf_teachers
+  case $1 in AZ) GW=0.5 X=kf ;; BA) GW=0 X=kf0 ;; esac
   for s in 42 1 2; do
     timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
       --unlabelled-corpora NCBI-disease BC2GM linnaeus --teachers $T --kfold 4 $FT --no-teacher-eval \
       --set training.bucket_size=32 --set training.epochs=20 --set training.seed=$s \
-      --gold-weights 0.5 --deadline-s 575 --out /tmp/distil-kf-s$s \
-      --json-out $R/distil-bc5cdr-student-kf-$s.json > $R/distil-bc5cdr-student-kf-$s.log 2>&1 &
+      --gold-weights $GW --deadline-s 570 --out /tmp/distil-$X-s$s \
+      --json-out $R/distil-bc5cdr-student-$X-$s.json > $R/distil-bc5cdr-student-$X-$s.log 2>&1 &
     pids="${pids:-} $!"
   done
   wait $pids ;;
