@@ -2,14 +2,18 @@
 each fold's teachers never train on the rows they label, and the halves are the corpus's own splits."""
 from __future__ import annotations
 
-import sys
+import importlib.util
 
 import pytest
 
 from helpers import REPO
 
-sys.path.insert(0, str(REPO / "bench" / "gpu"))
-from folds import fold_names, held_out_rows, split_fold  # noqa: E402
+# loaded by path: bench/gpu is no package, and putting it on sys.path would shadow modules for the whole worker
+_spec = importlib.util.spec_from_file_location("bench_gpu_folds", REPO / "bench" / "gpu" / "folds.py")
+assert _spec is not None and _spec.loader is not None
+folds = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(folds)
+fold_names, held_out_rows, split_fold = folds.fold_names, folds.held_out_rows, folds.split_fold
 
 
 @pytest.mark.parametrize("k", [0, 2, 3, 4, 7])
