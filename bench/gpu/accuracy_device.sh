@@ -120,7 +120,7 @@
 #      final protocol has no held-out dev to choose it); AU's ensemble labels the unlabelled text as before
 # Session 19 (issue 14: AW's half-data fold teachers scored 85.1-86.2 on the half they labelled, against ~87.4 for
 #   a model on all of train + devel; fold teachers on more of the text should give better targets): 4-fold
-#   cross-fitting (bench/gpu/folds.py: four contiguous blocks of BC5CDR train + devel, ~2,285 sentences each), three
+#   cross-fitting (bench/gpu/folds.py: four contiguous blocks of BC5CDR train + devel, ~2,285 sentences each), four
 #   calls on one warm machine:
 #   AX: fold teachers 1of4 and 2of4 (each on the other three blocks, 75 % of the text; seeds 42/1/2, six processes),
 #      24 epochs, model-last (folders in /tmp/kf on the device)

@@ -30,7 +30,7 @@ def test_the_folds_partition_train_plus_devel(k: int) -> None:
             labelled_by[s] = fold
     assert set(labelled_by) == set(labelled)  # every sentence gets targets from exactly one fold
     sizes = [len(held_out_rows(f, len(train), len(devel))) for f in fold_names(k)]
-    assert sizes == [9, 23] if k == 0 else max(sizes) - min(sizes) <= 1
+    assert (sizes == [9, 23]) if k == 0 else (max(sizes) - min(sizes) <= 1)  # halves: devel, train
 
 
 def test_the_halves_are_the_corpus_splits_and_bad_names_are_refused() -> None:
