@@ -11,14 +11,16 @@ labels only from text the teacher has not seen.  Model compression (Bucilă, Car
 - each word outside the mentions, with probability ``distil.augment_word_swap``, for a word drawn from all
   the labelled words outside mentions (both draws by frequency).
 
-The variants keep no tags: the teacher labels them like unlabelled text, and its doubt on them is what the
-student learns from.  A variant equal to its source sentence is dropped (the teacher's targets there are the
-gold tags again).  Deterministic for a seed (the student's ``training.seed``), so a resumed run recomputes
-the same targets.
+The teacher labels the variants like unlabelled text, and its doubt on them is what the student learns from.
+Each variant also carries the tags its construction gives it (a swapped-in mention brings its own tags, a
+swapped word outside mentions stays ``O``): its gold path where ``distil.gold_weight`` mixes one in.  A variant
+equal to its source sentence is dropped (the teacher's targets there are the gold tags again).
+Deterministic for a seed (the student's ``training.seed``), so a resumed run recomputes the same targets.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,35 +37,46 @@ def _spans(tags: Sequence[str]) -> list[tuple[int, int, str]]:
     return [(a, b, prefix + label) for a, b, label in spans(bare)]
 
 
+class Variant(NamedTuple):
+    tokens: tuple[str, ...]
+    tags: tuple[str, ...]  # by construction: the swapped-in mentions' own tags, the source's elsewhere
+    source: int  # index of the sentence it was made from
+
+
 def augment(sentences: Sequence[Sentence], *, copies: int, mention_swap: float, word_swap: float,
-            seed: int) -> list[tuple[tuple[str, ...], int]]:
-    """``copies`` variants of each sentence: (tokens, index of the source sentence), in source order."""
-    mentions: dict[str, list[tuple[str, ...]]] = {}
+            seed: int) -> list[Variant]:
+    """``copies`` variants of each sentence, in source order."""
+    mentions: dict[str, list[tuple[tuple[str, ...], tuple[str, ...]]]] = {}
     words: list[str] = []
     parsed = []
     for s in sentences:
         found = _spans(s.tags)
         inside = np.zeros(len(s.tokens), bool)
         for a, b, label in found:
-            mentions.setdefault(label, []).append(s.tokens[a:b])
+            mentions.setdefault(label, []).append((s.tokens[a:b], s.tags[a:b]))
             inside[a:b] = True
         words.extend(t for t, m in zip(s.tokens, inside) if not m)
         parsed.append((found, inside))
     rng = np.random.default_rng(seed)
-    out: list[tuple[tuple[str, ...], int]] = []
+    out: list[Variant] = []
     for i, (s, (found, inside)) in enumerate(zip(sentences, parsed)):
         for _ in range(copies):
             tokens: list[str] = []
+            tags: list[str] = []
             at = 0
             for a, b, label in [*found, (len(s.tokens), len(s.tokens), "")]:
                 for j in range(at, a):  # words outside mentions
                     swap = bool(words) and rng.random() < word_swap
                     tokens.append(words[rng.integers(len(words))] if swap else s.tokens[j])
+                    tags.append(s.tags[j])
                 if label:
                     pool = mentions[label]
-                    tokens.extend(pool[rng.integers(len(pool))] if rng.random() < mention_swap else s.tokens[a:b])
+                    m_tokens, m_tags = (pool[rng.integers(len(pool))] if rng.random() < mention_swap
+                                        else (s.tokens[a:b], s.tags[a:b]))
+                    tokens.extend(m_tokens)
+                    tags.extend(m_tags)
                 at = b
             variant = tuple(tokens)
             if variant != s.tokens:
-                out.append((variant, i))
+                out.append(Variant(variant, tuple(tags), i))
     return out

@@ -8,10 +8,10 @@
    every head's targets, so each head also learns from the other corpora's text.
 2. Every training sentence — labelled first, then synthetic variants of them (``augment.py``, if
    ``distil.augment``), then unlabelled text in file order — gets the teacher's targets (``targets.py``);
-   labelled ones may mix in their gold path (``DistilConfig.gold_weight``).  With cross-fitting
-   (``FoldTeacher``) a part of the labelled text gets its targets from a teacher that was *not* trained on
-   it: on its own training text a teacher's targets are the gold tags again (BENCHMARKS.md, session 14),
-   while on held-out text they carry where it doubts and errs.
+   labelled ones and their variants may mix in their gold path (``DistilConfig.gold_weight``).  With
+   cross-fitting (``FoldTeacher``) a part of the labelled text, and the variants made from it, gets its
+   targets from a teacher that was *not* trained on it: on its own training text a teacher's targets are the
+   gold tags again (BENCHMARKS.md, session 14), while on held-out text they carry where it doubts and errs.
 3. The student is trained like any model (same vocabulary building from *all* its training text, same
    pretrained vectors, epochs, early stopping or fixed epochs, checkpoints and resume), with the teacher's
    tag set in the teacher's column order and the cross-entropy loss (``student.py``).
@@ -122,11 +122,11 @@ def unlabelled_sentences(text: UnlabelledText) -> list[Sentence]:
 
 
 def augmented_sentences(labelled: Sequence[Sentence], distil_config: DistilConfig, *,
-                        seed: int) -> list[Sentence]:
-    """``augment.py``'s variants of the labelled sentences as training sentences with placeholder tags (never
-    read: the teacher's targets replace them), each pointing at its source sentence's file and line."""
+                        seed: int) -> tuple[list[Sentence], list[int]]:
+    """``augment.py``'s variants of the labelled sentences as training sentences, each with the tags its
+    construction gives it and pointing at its source sentence's file and line; and each one's source row."""
     if not distil_config.augment:
-        return []
+        return [], []
     tokens = distil_config.augment * sum(len(s.tokens) for s in labelled)
     if tokens > distil_config.max_unlabelled_tokens:
         raise ConfigError(f"distil.augment={distil_config.augment} would make up to {tokens} tokens of synthetic "
@@ -134,8 +134,8 @@ def augmented_sentences(labelled: Sequence[Sentence], distil_config: DistilConfi
                           hint="lower distil.augment or raise distil.max_unlabelled_tokens")
     variants = augment(labelled, copies=distil_config.augment, mention_swap=distil_config.augment_mention_swap,
                        word_swap=distil_config.augment_word_swap, seed=seed)
-    return [Sentence(toks, ("O",) * len(toks), file=labelled[i].file, line=labelled[i].line)
-            for toks, i in variants]
+    return ([Sentence(v.tokens, v.tags, file=labelled[v.source].file, line=labelled[v.source].line)
+             for v in variants], [v.source for v in variants])
 
 
 def fixed_epochs(config: NerConfig, keep: Literal["best", "last"]) -> NerConfig:
@@ -168,18 +168,21 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
                       tagger_cls: type[Any], labelled_extra: dict[str, Any] | None = None,
                       cross_fit: Sequence[FoldTeacher] = ()) -> DistilPlan:
     """The teacher's targets for ``labelled`` (tags in the teacher's columns; the rows of a ``cross_fit`` fold
-    from that fold's teacher) then the unlabelled text, and the lineage record: what ``distil`` and
-    ``distil_multi`` share."""
+    from that fold's teacher), the synthetic variants of ``distil.augment`` (a variant of a fold's row from
+    that fold's teacher too: the text it was not trained on, recombined), then the unlabelled text; and the
+    lineage record: what ``distil`` and ``distil_multi`` share.  The gold mix (``distil.gold_weight``) applies
+    to the labelled sentences and to the variants (their tags by construction), never to unlabelled text."""
     from nerservice.lineage import corpus_fingerprint
 
     tags = teacher.tags
     covered = check_cross_fit(teacher, cross_fit, len(labelled))
-    synthetic = augmented_sentences(labelled, distil_config, seed=config.training.seed)
+    synthetic, sources = augmented_sentences(labelled, distil_config, seed=config.training.seed)
     from_files = unlabelled_sentences(unlabelled) if unlabelled is not None else []
     extra = [*synthetic, *from_files]
     sentences = [*labelled, *extra]
-    gold: list[np.ndarray | None] = [np.array([tags.id(t) for t in s.tags], dtype=np.int64) for s in labelled]
-    gold += [None] * len(extra)
+    gold: list[np.ndarray | None] = [np.array([tags.id(t) for t in s.tags], dtype=np.int64)
+                                     for s in [*labelled, *synthetic]]
+    gold += [None] * len(from_files)
     heads = tags.slices if isinstance(tags, MultiTagVocabulary) else None
 
     def targets_of(pred: Any, rows: Sequence[int]) -> TeacherTargets:
@@ -189,10 +192,15 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
                              heads=heads)[0]
 
     t0 = time.perf_counter()
-    mine = [i for i in range(len(sentences)) if i not in covered]
-    parts = [(mine, targets_of(predictor, mine))] if mine else []
+    # a fold's rows: its labelled sentences, then the variants made from them
+    fold_rows = []
     for fold in cross_fit:
-        rows = sorted(fold.rows)
+        own = set(fold.rows)
+        fold_rows.append(sorted([*own, *(len(labelled) + k for k, src in enumerate(sources) if src in own)]))
+    taken = covered.union(*fold_rows)
+    mine = [i for i in range(len(sentences)) if i not in taken]
+    parts = [(mine, targets_of(predictor, mine))] if mine else []
+    for fold, rows in zip(cross_fit, fold_rows):
         parts.append((rows, targets_of(fold.teacher.loaded.predictor(batch_size=config.training.eval_batch_size),
                                        rows)))
     targets = TeacherTargets.assemble(parts, len(sentences))
@@ -212,7 +220,9 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
         "unlabelled": ({"files": unlabelled.files, "sentences": len(from_files), "tokens": unlabelled.tokens,
                         "fingerprint": corpus_fingerprint(from_files)} if unlabelled is not None else None),
         "cross_fit": [{"teacher": fold.teacher.info, "sentences": len(fold.rows),
-                       "tokens": sum(len(labelled[i].tokens) for i in fold.rows)} for fold in cross_fit] or None,
+                       "tokens": sum(len(labelled[i].tokens) for i in fold.rows),
+                       "augmented_sentences": len(rows) - len(fold.rows)}
+                      for fold, rows in zip(cross_fit, fold_rows)] or None,
         "settings": distil_config.model_dump(mode="json"),
         "loss": loss,
         "targets_seconds": round(seconds, 2),
