@@ -22,7 +22,7 @@ def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path, cap
     from nerservice.cli.main import main
     from nerservice.inference import Extractor
 
-    config = write_two_corpora(tmp_path / "corpora", sizes=(160, 40, 40))
+    config = write_two_corpora(tmp_path / "corpora", sizes=(80, 20, 20))
     edited = json.loads(config.read_text())
     edited["corpora"][0]["weight"] = 1.5  # a sampling weight travels with the corpora config to the executors
     config.write_text(json.dumps(edited))
