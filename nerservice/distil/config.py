@@ -26,8 +26,10 @@ class DistilConfig(BaseModel):
     temperature: float = Field(1.0, gt=0.0)
     # Synthetic transfer text (augment.py): this many variants of each labelled sentence, each gold mention
     # swapped for one of the same type with probability augment_mention_swap and each other word for a corpus
-    # word with probability augment_word_swap; the teacher labels them.  0 = off.  Not yet measured
-    # (BENCHMARKS.md, session 14): off by default.
+    # word with probability augment_word_swap; the teacher labels them (a cross-fitted fold's variants: that
+    # fold's teacher).  0 = off: labelled by the main teacher they carried nothing (BENCHMARKS.md, session 14);
+    # with cross-fitting, 1 gave the best BC5CDR students (session 20), measured in the final protocol, where
+    # no held-out dev exists to choose a default.
     augment: int = Field(0, ge=0, le=8)
     augment_mention_swap: float = Field(0.5, ge=0.0, le=1.0)
     augment_word_swap: float = Field(0.1, ge=0.0, le=1.0)
