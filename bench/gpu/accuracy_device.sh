@@ -143,6 +143,9 @@
 #      with the gold path of its construction; 16 epochs (not AW's 20: the variants add 20 % tokens per epoch and
 #      20 epochs would not fit one call)
 #   BD: the control: BC without the variants (AW's recipe at 16 epochs), same teachers, same seeds
+#   BE: (not run yet) BC at AW's 20 epochs with EPOCHS (20) and AUGMENT (1) from the environment, on BB's teachers:
+#      run it twice on the warm machine — the first call's --deadline-s stops the students after ~15 epochs, the
+#      second resumes them from their checkpoints (`distil_gpu.py --resume`) to the last epoch
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -496,6 +499,21 @@ BC|BD)
       --fold-teachers devel=${G#,} --no-teacher-eval --set training.bucket_size=32 --set training.epochs=16 $X \
       --set training.seed=$s --gold-weights 0.5 --deadline-s 575 --margin-s 120 --out /tmp/distil-$1-s$s \
       --json-out $R/distil-bc5cdr-student-$1-$s.json > $R/distil-bc5cdr-student-$1-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done
+  wait $pids ;;
+BE)
+  T=""; F=""; G=""
+  for s in 42 1 2; do T="$T /tmp/cf20/teacher-$s/model-last"; F="$F,/tmp/cf20/teacher-train-$s/model-last"
+    G="$G,/tmp/cf20/teacher-devel-$s/model-last"; done
+  ls $T ${F//,/ } ${G//,/ } > /dev/null || exit 1
+  for s in 42 1 2; do
+    timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
+      --unlabelled-corpora NCBI-disease BC2GM linnaeus --teachers $T --fold-teachers train=${F#,} \
+      --fold-teachers devel=${G#,} --no-teacher-eval --set training.bucket_size=32 --set training.epochs=${EPOCHS:-20} \
+      --set distil.augment=${AUGMENT:-1} --set training.seed=$s --gold-weights 0.5 --deadline-s 575 --margin-s 120 \
+      --resume --out /tmp/distil-BE-s$s --json-out $R/distil-bc5cdr-student-BE-$s-$(date +%H%M).json \
+      > $R/distil-bc5cdr-student-BE-$s-$(date +%H%M).log 2>&1 &
     pids="${pids:-} $!"
   done
   wait $pids ;;

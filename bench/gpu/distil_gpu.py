@@ -159,6 +159,9 @@ def main() -> None:
     # student's figure with a 45-s margin: the script was killed after epoch 20, before the evaluation.
     ap.add_argument("--margin-s", type=float, default=150.0, help="kept back for the teacher's targets, the "
                     "student's evaluation and the JSON")
+    ap.add_argument("--resume", action="store_true", help="a student whose folder holds a checkpoint continues from it "
+                    "(e.g. a second call on the warm machine after the first one's --deadline-s stopped it; the "
+                    "teacher's targets are recomputed, deterministically); default: start fresh")
     ap.add_argument("--out", default="/tmp/distil-gpu")
     ap.add_argument("--json-out")
     args = ap.parse_args()
@@ -325,7 +328,7 @@ def main() -> None:
                 return None
 
         r = distil(run_config, dconfig, callbacks=[EpochLog()], teacher=teacher, train_data=labelled, dev_data=dv, test_data=te,
-                   unlabelled=unlabelled, out_dir=out / f"student-w{w:g}", resume=False, progress=False,
+                   unlabelled=unlabelled, out_dir=out / f"student-w{w:g}", resume=args.resume, progress=False,
                    keep="last" if args.protocol == "final" else "best", cross_fit=cross_fit)
         o = r.outcome
         student_pred = load_model(o.best_dir).predictor(batch_size=256)
@@ -335,6 +338,7 @@ def main() -> None:
         agreement = sum(a == b for a, b in zip(student_tags, teacher_tags)) / len(teacher_tags)
         lineage = json.loads((Path(o.best_dir) / "lineage.json").read_text()).get("distillation", {})
         entry = {"gold_weight": w, "test_tag_agreement_with_teacher": agreement, "cross_fit": bool(cross_fit),
+                 "resumed": args.resume and len(hist) > len(progress["epochs"]),
                  "target_confidence": lineage.get("target_confidence"),
                  "max_minutes": run_config.training.max_minutes, "dir": str(o.best_dir),
                  "test": f1s(o.test) if o.test else None,
