@@ -11,9 +11,14 @@ setup: $(VENV)/.installed
 # took 1-4 min where pip took 11-21 min on this machine, which waits on downloads, not on its CPU (BENCHMARKS.md,
 # "CI and the install").  pip stays the fallback, e.g. where uv cannot be installed or cannot reach the index
 # pip is set up for.
+# --compile-bytecode: pip writes the .pyc files at install, uv does not by default; where the environment sets
+# PYTHONDONTWRITEBYTECODE=1 (these machines do) no .pyc is ever written later either, so every Python process
+# the tests start (Spark executors, servers, CLI runs: hundreds) compiled TensorFlow, Keras, JAX, SciPy ... from
+# source again: `import tensorflow` took 11 s of CPU instead of 4.5 s. Compiling once at install costs ~35 s CPU.
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PIP) install -q uv && $(VENV)/bin/uv pip install -q --python $(PY) -e '.[all]' || $(PIP) install -q -e '.[all]'
+	$(PIP) install -q uv && $(VENV)/bin/uv pip install -q --compile-bytecode --python $(PY) -e '.[all]' \
+	  || $(PIP) install -q -e '.[all]'
 	touch $@
 
 # Debian chromium for the browser test (root or sudo needed; skipped when it is already there).
