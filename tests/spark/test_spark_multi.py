@@ -22,6 +22,8 @@ def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path, cap
     from nerservice.cli.main import main
     from nerservice.inference import Extractor
 
+    # 80/20/20 sentences per corpus (as tests/multi/test_final.py): nothing below depends on the size, and a
+    # barrier stage's time is mostly its processes' start-up.
     config = write_two_corpora(tmp_path / "corpora", sizes=(80, 20, 20))
     edited = json.loads(config.read_text())
     edited["corpora"][0]["weight"] = 1.5  # a sampling weight travels with the corpora config to the executors
