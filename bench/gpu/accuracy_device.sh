@@ -487,33 +487,23 @@ BB)
     --cross-fit --teacher-jobs 9 --teacher-set training.epochs=24 --teacher-set training.max_minutes=7.5 \
     --teachers-only --no-teacher-eval --out /tmp/cf20 --json-out $R/distil-bc5cdr-teachers.json \
     > $R/distil-bc5cdr-teachers.log 2>&1 ;;
-BC|BD)
+BC|BD|BE)
   T=""; F=""; G=""
   for s in 42 1 2; do T="$T /tmp/cf20/teacher-$s/model-last"; F="$F,/tmp/cf20/teacher-train-$s/model-last"
     G="$G,/tmp/cf20/teacher-devel-$s/model-last"; done
   ls $T ${F//,/ } ${G//,/ } > /dev/null || exit 1
-  case $1 in BC) X="--set distil.augment=1" ;; BD) X="" ;; esac
+  TAG=$1
+  case $1 in
+    BC) X="--set distil.augment=1 --set training.epochs=16" ;;
+    BD) X="--set training.epochs=16" ;;
+    BE) X="--set distil.augment=${AUGMENT:-1} --set training.epochs=${EPOCHS:-20} --resume"; TAG=BE-$(date +%H%M) ;;
+  esac
   for s in 42 1 2; do
     timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
       --unlabelled-corpora NCBI-disease BC2GM linnaeus --teachers $T --fold-teachers train=${F#,} \
-      --fold-teachers devel=${G#,} --no-teacher-eval --set training.bucket_size=32 --set training.epochs=16 $X \
+      --fold-teachers devel=${G#,} --no-teacher-eval --set training.bucket_size=32 $X \
       --set training.seed=$s --gold-weights 0.5 --deadline-s 575 --margin-s 120 --out /tmp/distil-$1-s$s \
-      --json-out $R/distil-bc5cdr-student-$1-$s.json > $R/distil-bc5cdr-student-$1-$s.log 2>&1 &
-    pids="${pids:-} $!"
-  done
-  wait $pids ;;
-BE)
-  T=""; F=""; G=""
-  for s in 42 1 2; do T="$T /tmp/cf20/teacher-$s/model-last"; F="$F,/tmp/cf20/teacher-train-$s/model-last"
-    G="$G,/tmp/cf20/teacher-devel-$s/model-last"; done
-  ls $T ${F//,/ } ${G//,/ } > /dev/null || exit 1
-  for s in 42 1 2; do
-    timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus BC5CDR \
-      --unlabelled-corpora NCBI-disease BC2GM linnaeus --teachers $T --fold-teachers train=${F#,} \
-      --fold-teachers devel=${G#,} --no-teacher-eval --set training.bucket_size=32 --set training.epochs=${EPOCHS:-20} \
-      --set distil.augment=${AUGMENT:-1} --set training.seed=$s --gold-weights 0.5 --deadline-s 575 --margin-s 120 \
-      --resume --out /tmp/distil-BE-s$s --json-out $R/distil-bc5cdr-student-BE-$s-$(date +%H%M).json \
-      > $R/distil-bc5cdr-student-BE-$s-$(date +%H%M).log 2>&1 &
+      --json-out $R/distil-bc5cdr-student-$TAG-$s.json > $R/distil-bc5cdr-student-$TAG-$s.log 2>&1 &
     pids="${pids:-} $!"
   done
   wait $pids ;;
