@@ -175,7 +175,7 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
     from nerservice.lineage import corpus_fingerprint
 
     tags = teacher.tags
-    covered = check_cross_fit(teacher, cross_fit, len(labelled))
+    check_cross_fit(teacher, cross_fit, len(labelled))
     synthetic, sources = augmented_sentences(labelled, distil_config, seed=config.training.seed)
     from_files = unlabelled_sentences(unlabelled) if unlabelled is not None else []
     extra = [*synthetic, *from_files]
@@ -197,7 +197,7 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
     for fold in cross_fit:
         own = set(fold.rows)
         fold_rows.append(sorted([*own, *(len(labelled) + k for k, src in enumerate(sources) if src in own)]))
-    taken = covered.union(*fold_rows)
+    taken: set[int] = set().union(*fold_rows)
     mine = [i for i in range(len(sentences)) if i not in taken]
     parts = [(mine, targets_of(predictor, mine))] if mine else []
     for fold, rows in zip(cross_fit, fold_rows):
