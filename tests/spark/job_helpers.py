@@ -26,3 +26,25 @@ def last_json(stdout: str) -> dict:
 
 def check(proc: subprocess.CompletedProcess, what: str) -> None:
     assert proc.returncode == 0, f"{what} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-8000:]}"
+
+
+def lost_tasks(driver_log: str) -> list[str]:
+    """The driver's lines on failed tasks and stage attempts (its log is at WARN: ``session.get_session``)."""
+    keys = ("Lost task", "TaskSetManager", "DAGScheduler", "Exception in task")
+    return [line.strip()[:400] for line in driver_log.splitlines() if any(k in line for k in keys)]
+
+
+def check_resumed_after_kill(attempts: list[dict], driver_log: str) -> None:
+    """A barrier stage whose worker was killed mid-run: its first attempt started from epoch 0 and the retry
+    after the kill resumed from a checkpoint. Spark may rerun the stage again for reasons outside the job's
+    code (up to spark.stage.maxConsecutiveAttempts; seen once in CI under load, cause not in its output:
+    two more attempts, both resuming from the last checkpoint); a further attempt must never start over
+    or go back, and why it happened is reported as a warning from the driver's own log."""
+    import warnings
+
+    epochs = [a["resumed_from_epoch"] for a in attempts]
+    assert len(epochs) >= 2 and epochs[0] == 0 and epochs[1] >= 1, (attempts, lost_tasks(driver_log)[-20:])
+    assert epochs[1:] == sorted(epochs[1:]), (attempts, lost_tasks(driver_log)[-20:])
+    if len(epochs) > 2:
+        warnings.warn(f"the barrier stage ran {len(epochs)} times (resumed from epochs {epochs}); the driver's "
+                      "task failures:\n" + "\n".join(lost_tasks(driver_log)[-20:]), stacklevel=2)
