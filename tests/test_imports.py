@@ -73,7 +73,7 @@ FLOORS: dict[str, int] = {
     "nerservice": 0, "nerservice.errors": 0, "nerservice.config": 0, "nerservice.backend": 0,
     "nerservice.metrics": 0,
     "nerservice.text": 1, "nerservice.data": 1, "nerservice.embeddings": 1, "nerservice.lineage": 1,
-    "nerservice.demo_corpus": 1, "nerservice.documents": 1,
+    "nerservice.demo_corpus": 1, "nerservice.documents": 1, "nerservice.error_analysis": 1,
     "nerservice.model": 2,
     # The ONNX runtime: graphs from weights, the ORT forward, the predictor over it (beside model/).
     "nerservice.runtime": 2,

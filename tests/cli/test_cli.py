@@ -170,3 +170,22 @@ def test_data_parallel_under_tensorflow_is_a_coded_error(demo_corpus, tmp_path: 
     err = capsys.readouterr().err
     assert rc == 2 and "KERAS_BACKEND=jax" in err and "NER" in err
     assert not (tmp_path / "o" / "model-best").exists()
+
+
+@pytest.mark.slow
+def test_evaluate_errors_reports_where_the_errors_are(tiny_model_dir: Path, demo_corpus, capsys) -> None:
+    args = ["evaluate", str(tiny_model_dir), str(demo_corpus["test"])]
+    assert main([*args, "--errors", "--seen-in", str(demo_corpus["train"]), "--top", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    report = out["errors"]
+    assert report["seen_known"] and len(report["missed"]) <= 3 and len(report["false_positives"]) <= 3
+    groups = report["groups"].values()
+    assert all(key.endswith((", seen", ", unseen")) for key in report["groups"])
+    assert sum(g["gold"] for g in groups) == out["micro"]["support"]  # every gold mention in one group
+    found = sum(g["found"] for g in groups)
+    assert found == pytest.approx(out["micro"]["recall"] * out["micro"]["support"])
+    assert main([*args, "--errors"]) == 0
+    assert "where the errors are (mentions by shape)" in capsys.readouterr().out
+    for bad in (["--seen-in", str(demo_corpus["train"])], ["--errors", "--top", "5000"],
+                ["--errors", "--head", "ncbi"]):
+        assert main([*args, *bad]) == 2, bad
