@@ -1,5 +1,6 @@
-"""Document-level label consistency (``bench/consistency.py``, measured and not adopted: BENCHMARKS.md,
-session 21): what the rule adds and what it never touches, so the measured figures mean what they say."""
+"""The document-level post-processes of ``bench/doc_postprocess.py`` (measured and not adopted: BENCHMARKS.md,
+session 21): what label consistency adds and never touches, which abbreviation definitions are found and what
+they change, so the measured figures mean what they say."""
 from __future__ import annotations
 
 import importlib.util
@@ -10,12 +11,12 @@ import pytest
 from helpers import REPO
 
 # loaded by path: bench is no package
-_spec = importlib.util.spec_from_file_location("bench_consistency", REPO / "bench" / "consistency.py")
+_spec = importlib.util.spec_from_file_location("bench_doc_postprocess", REPO / "bench" / "doc_postprocess.py")
 assert _spec is not None and _spec.loader is not None
-consistency = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = consistency  # its dataclasses look their module up there
-_spec.loader.exec_module(consistency)
-Added, harmonize = consistency.Added, consistency.harmonize
+post = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = post  # its dataclasses look their module up there
+_spec.loader.exec_module(post)
+Added, harmonize = post.Added, post.harmonize
 
 
 def doc(*lines: str) -> tuple[list[list[str]], list[list[str]]]:
@@ -83,3 +84,28 @@ def test_long_entities_do_not_vote_and_bad_input_is_refused() -> None:
     with pytest.raises(ValueError, match="min_share"):
         harmonize(tokens, tags, min_share=0.0)
     assert harmonize([], []) == ([], [])
+
+
+def test_definitions_follow_schwartz_and_hearst() -> None:
+    def pairs(text: str) -> list[tuple[str, str]]:
+        t = text.split()
+        return [(" ".join(t[a:b]), " ".join(t[c:d])) for a, b, c, d in post.definitions(t)]
+
+    assert pairs("patients with spinocerebellar ataxia type 1 ( SCA1 ) were") == [
+        ("spinocerebellar ataxia type 1", "SCA1")]
+    assert pairs("the adenomatous polyposis coli ( APC ) gene") == [("adenomatous polyposis coli", "APC")]
+    assert pairs("myotonic dystrophy ( DM ) is") == []  # D-M cannot be matched right to left in order
+    assert pairs("a dose ( 10 mg ) of") == []  # no capital letter: not an abbreviation
+    assert pairs("unclosed ( SCA1 and more words") == []
+
+
+def test_a_defined_short_form_takes_its_long_forms_label_or_loses_one() -> None:
+    tokens = [["spinocerebellar", "ataxia", "type", "1", "(", "SCA1", ")", "patients"], ["SCA1", "is", "rare"],
+              ["the", "adenomatous", "polyposis", "coli", "(", "APC", ")", "gene"], ["APC", "mutations"]]
+    tags = [["B-Disease", "I-Disease", "I-Disease", "I-Disease", "O", "O", "O", "O"], ["O", "O", "O"],
+            ["O"] * 8, ["B-Disease", "O"]]
+    out, added, removed = post.resolve(tokens, tags, remove=False)
+    assert out[0][5] == "B-Disease" and out[1][0] == "B-Disease" and added == 2 and removed == 0
+    assert out[3] == ["B-Disease", "O"]  # "add" never removes
+    out, added, removed = post.resolve(tokens, tags, remove=True)
+    assert out[3] == ["O", "O"] and removed == 1  # APC's long form is no entity here
