@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from nerservice.data.schemes import spans
 
+DEFAULT_TOP = 20
 MAX_TOP = 1000  # strings listed per kind: a bound on the report, whatever the corpus
 
 
@@ -52,7 +53,7 @@ def annotated_strings(sentences: Iterable[Labelled]) -> set[str]:
 
 
 def error_analysis(corpus: Sequence[Labelled], predicted: Sequence[Sequence[str]], *,
-                   seen: set[str] | None = None, top: int = 20) -> dict[str, Any]:
+                   seen: set[str] | None = None, top: int = DEFAULT_TOP) -> dict[str, Any]:
     """``predicted``: IOB2 tags per sentence of ``corpus``. Returns ``groups`` (per "shape, seen" group:
     gold, found, missed, recall, false_positives), and the ``top`` strings ``missed`` (string, times missed,
     times found, shape, seen) and ``false_positives`` (string, count, shape, seen)."""

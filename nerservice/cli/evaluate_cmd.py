@@ -7,7 +7,7 @@ from typing import Any
 
 from nerservice.artifacts.resolve import resolve_dir
 from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read
-from nerservice.error_analysis import MAX_TOP
+from nerservice.error_analysis import DEFAULT_TOP, MAX_TOP
 from nerservice.errors import ConfigError
 
 
@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "and falsely found (nerservice/error_analysis.py)")
     p.add_argument("--seen-in", nargs="+", metavar="FILE", help="with --errors: the model's training file(s), "
                    "for the seen/unseen split")
-    p.add_argument("--top", type=int, default=20, help=f"with --errors: strings listed per kind (at most {MAX_TOP})")
+    p.add_argument("--top", type=int, help=f"with --errors: strings listed per kind (default {DEFAULT_TOP}, at "
+                   f"most {MAX_TOP})")
     p.add_argument("--json", action="store_true",
                    help='print {"micro": {...}, "per_type": {...}, "tokens": n, ...} as JSON')
     add_corpus_options(p)
@@ -42,9 +43,9 @@ def run(args: argparse.Namespace) -> int:
     if args.errors and (args.corpora or args.head):
         raise ConfigError("--errors is for one corpus on a single-corpus model",
                           hint="evaluate each head on its file with its own model, or drop --errors")
-    if (args.seen_in or args.top != 20) and not args.errors:
+    if (args.seen_in or args.top is not None) and not args.errors:
         raise ConfigError("--seen-in and --top belong to --errors")
-    if not 0 <= args.top <= MAX_TOP:
+    if args.top is not None and not 0 <= args.top <= MAX_TOP:
         raise ConfigError(f"--top {args.top}: between 0 and {MAX_TOP}")
     loaded = load_model(resolve_dir(args.model))
     if args.corpora or args.head:
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     if args.errors:
         from nerservice.error_analysis import error_analysis
 
-        metrics["errors"] = error_analysis(corpus.sentences, pred, seen=seen, top=args.top)
+        metrics["errors"] = error_analysis(corpus.sentences, pred, seen=seen,
+                                           top=DEFAULT_TOP if args.top is None else args.top)
     documents = getattr(corpus, "documents", None)
     if documents:
         from nerservice.documents.annotate import annotate
@@ -88,8 +90,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_errors(report: dict) -> None:
-    seen = ", and seen in --seen-in or not" if report["seen_known"] else ""
-    print(f"\nwhere the errors are (mentions by shape{seen})")
+    split = ", and seen in --seen-in or not" if report["seen_known"] else ""
+    print(f"\nwhere the errors are (mentions by shape{split})")
     print(f"  {'shape, seen':<34}{'gold':>7}{'missed':>8}{'recall':>8}{'false pos.':>11}")
     for key, g in report["groups"].items():
         recall = "" if g["recall"] is None else f"{g['recall']:.3f}"
