@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from nerservice.data.schemes import spans
+from nerservice.metrics import strict_entities
 
 DEFAULT_TOP = 20
 MAX_TOP = 1000  # strings listed per kind: a bound on the report, whatever the corpus
@@ -49,7 +49,9 @@ def shape(tokens: Sequence[str]) -> str:
 
 def annotated_strings(sentences: Iterable[Labelled]) -> set[str]:
     """Every annotated mention's token string (space-joined), any type."""
-    return {" ".join(s.tokens[a:b]) for s in sentences for a, b, _ in spans(s.tags)}
+    sentences = list(sentences)
+    return {" ".join(s.tokens[a:b]) for s, ents in zip(sentences, strict_entities([s.tags for s in sentences]))
+            for a, b, _ in ents}
 
 
 def error_analysis(corpus: Sequence[Labelled], predicted: Sequence[Sequence[str]], *,
@@ -95,18 +97,6 @@ def error_analysis(corpus: Sequence[Labelled], predicted: Sequence[Sequence[str]
         "missed": [[t, n, found[t], shape_of[t], seen_as(t)] for t, n in sorted(missed.items(), key=_most)[:top]],
         "false_positives": [[t, n, shape_of[t], seen_as(t)] for t, n in sorted(false.items(), key=_most)[:top]],
     }
-
-
-def strict_entities(tags: Sequence[Sequence[str]]) -> list[set[tuple[int, int, str]]]:
-    """(start, end, label) per sentence as the entity metric counts them (seqeval, strict IOB2: an ``I-X``
-    that starts nothing is no entity), so the analysis adds up to ``evaluate``'s figures."""
-    from seqeval.scheme import IOB2, Entities
-
-    out: list[set[tuple[int, int, str]]] = [set() for _ in tags]
-    for sent in Entities([list(t) for t in tags], IOB2).entities:
-        for e in sent:
-            out[e.sent_id].add((e.start, e.end, e.tag))
-    return out
 
 
 def _most(item: tuple[str, int]) -> tuple[int, str]:

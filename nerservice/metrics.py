@@ -45,8 +45,6 @@ CORPUS_STATS = ("sentences", "tokens", "correct")
 
 def count_tags(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> Counts:
     """The counts every score of ``evaluate_tags`` is computed from."""
-    from seqeval.scheme import IOB2, Entities
-
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold vs {len(pred)} predicted sentences")
     for i, (g, p) in enumerate(zip(gold, pred)):
@@ -67,14 +65,25 @@ def count_tags(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> 
                 c["token", gl, "tp"] += gl == pl
             if pl != "O":
                 c["token", pl, "pred"] += 1
-    # seqeval's own entity extraction (strict IOB2: an entity starts with B-, type and both boundaries must
-    # match); entities are per sentence, so their counts add up over sentences too.
-    ents_g = {e.to_tuple() for sent in Entities([list(s) for s in gold], IOB2).entities for e in sent}
-    ents_p = {e.to_tuple() for sent in Entities([list(s) for s in pred], IOB2).entities for e in sent}
+    # Entities are per sentence, so their counts add up over sentences too.
+    ents_g = {(i, *e) for i, sent in enumerate(strict_entities(gold)) for e in sent}
+    ents_p = {(i, *e) for i, sent in enumerate(strict_entities(pred)) for e in sent}
     for ents, stat in ((ents_g, "gold"), (ents_p, "pred"), (ents_g & ents_p, "tp")):
-        for _, label, _, _ in ents:
+        for _, _, _, label in ents:
             c["entity", label, stat] += 1
     return +c  # zero counts dropped: a label exists where something was counted for it
+
+
+def strict_entities(tags: Sequence[Sequence[str]]) -> list[set[tuple[int, int, str]]]:
+    """(start, end_exclusive, label) per sentence, by seqeval's own entity extraction in strict IOB2 (an entity
+    starts with B-; an ``I-X`` that starts nothing is no entity): what every entity figure here counts."""
+    from seqeval.scheme import IOB2, Entities
+
+    out: list[set[tuple[int, int, str]]] = [set() for _ in tags]
+    for sent in Entities([list(t) for t in tags], IOB2).entities:
+        for e in sent:
+            out[e.sent_id].add((e.start, e.end, e.tag))
+    return out
 
 
 def _labels(c: Counts, kind: str, stats: Sequence[str] = ("pred", "gold")) -> list[str]:
