@@ -43,7 +43,8 @@ def _model(corpus: str | Path) -> tuple[Any, Any, Any]:
     train = read_corpus(os.path.join(corpus, "train.tsv")).sentences
     # The default model as the Spark job trains it: the config's pretrained vectors (frozen GloVe 50d), so the
     # step and the gradient bytes are those of the runs the cost model is checked against.
-    vocabs, matrix, _ = vocabularies_with_vectors(train, [], config.model.embeddings, progress=False)
+    vocabs, matrix, _ = vocabularies_with_vectors(train, [], config.model.embeddings, progress=False,
+                                                  vector_vocabulary=config.model.vector_vocabulary)
     model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_tags=len(vocabs.tags),
                          word_vectors=matrix, seed=config.training.seed)
     return model, vocabs, (config, train)

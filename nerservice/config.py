@@ -42,6 +42,13 @@ class ModelConfig(Strict):
     embeddings: list[str] = Field(default_factory=lambda: ["glove-6b-50d"])
     word_embedding_dim: int = Field(100, ge=1)  # used only when no pretrained vectors are given
     embeddings_trainable: bool = False  # NerDL freezes pretrained vectors; frozen also keeps OOV rows at 0
+    # Not in NerDL: besides the corpus's words, the vocabulary keeps the first (most frequent) this many words
+    # of each vectors file, so a saved model knows words its training, dev and test files never showed.
+    # Before, such a word was <unk> at inference: a linnaeus model tagging text it was not built beside
+    # lost 2.1 entity-F1 points (mean of 3 seeds; NCBI-disease 0.6; BENCHMARKS.md, session 22).  400k = all
+    # of GloVe 6B (+80 MB of frozen float32 rows); 0 = the corpus's words only (train, plus dev/test words
+    # with a vector).
+    vector_vocabulary: int = Field(400_000, ge=0, le=5_000_000)
     dense_units: int = Field(256, ge=1)  # NerDL: dense 256 ReLU before the recurrent stack
     lstm_units: int = Field(128, ge=1)  # NerDL: 128 per direction
     lstm_layers: int = Field(3, ge=1)  # NerDL graph: 3 residual BiLSTM layers

@@ -259,7 +259,8 @@ def test_several_sources_are_concatenated_per_word(tmp_path: Path) -> None:
                                                                                       [9, 9, 9]], "f"))
     train = [Sentence(("the", "BRCA1", "cancer", "rare"), ("O", "O", "B-Disease", "O"))]
     others = [Sentence(("devword", "testword", "nowhere"), ("O", "O", "O"))]
-    vocabs, matrix, stats = vocabularies_with_vectors(train, others, [str(glove), str(w2v)], progress=False)
+    vocabs, matrix, stats = vocabularies_with_vectors(train, others, [str(glove), str(w2v)], progress=False,
+                                                   vector_vocabulary=0)
     row = {w: matrix[vocabs.words.id(w)].tolist() for w in ("the", "cancer", "brca0", "rare", "devword", "testword")}
     assert row == {"the": [1, 1, 0, 0, 0], "cancer": [2, 2, 7, 7, 7], "brca0": [0, 0, 8, 8, 8],
                    "rare": [0] * 5, "devword": [3, 3, 0, 0, 0], "testword": [0, 0, 9, 9, 9]}
@@ -267,7 +268,82 @@ def test_several_sources_are_concatenated_per_word(tmp_path: Path) -> None:
     assert stats["dim"] == 5 and stats["with_vector"] == 5  # the, cancer, brca0, devword, testword
     assert [s["with_vector"] for s in stats["per_source"]] == [3, 3]
     # One source given as a list or as a string: the same result.
-    one_a = vocabularies_with_vectors(train, others, [str(glove)], progress=False)
-    one_b = vocabularies_with_vectors(train, others, str(glove), progress=False)
+    one_a = vocabularies_with_vectors(train, others, [str(glove)], progress=False, vector_vocabulary=0)
+    one_b = vocabularies_with_vectors(train, others, str(glove), progress=False, vector_vocabulary=0)
     np.testing.assert_array_equal(one_a[1], one_b[1])
     assert one_a[1].shape[1] == 2 and "per_source" not in one_a[2]
+
+
+def test_the_vocabulary_keeps_the_most_frequent_words_of_each_vectors_file(tmp_path: Path) -> None:
+    """``model.vector_vocabulary``: the first N words of each file join the vocabulary (file order = frequency
+    order, after the training words and the dev/test words with a vector), so a saved model still knows a word
+    that none of its corpus files showed; words past N stay <unk> unless the corpus has them."""
+    from nerservice.config import ModelConfig
+    from nerservice.data import Sentence
+    from nerservice.training.trainer import vocabularies_with_vectors
+
+    words = ["the", "of", "woodpecker", "heron", "cancer", "devword", "rarebird"]
+    glove = write_glove(tmp_path / "g.txt", words, np.arange(14, dtype=np.float32).reshape(7, 2) + 1)
+    w2v = write_w2v_text(tmp_path / "w.txt", ["ibis", "the"], np.array([[5, 5, 5], [6, 6, 6]], "f"))
+    train = [Sentence(("the", "cancer", "untouched"), ("O", "B-Disease", "O"))]
+    others = [Sentence(("rarebird", "nowhere"), ("O", "O"))]
+    vocabs, matrix, stats = vocabularies_with_vectors(train, others, [str(glove), str(w2v)], progress=False,
+                                                      vector_vocabulary=4)
+    items = vocabs.words.items
+    # training words first (by count, then lexical), dev/test words with a vector, then each file's first 4 words
+    assert items == ["cancer", "the", "untouched", "rarebird", "of", "woodpecker", "heron", "ibis"]
+    assert matrix[vocabs.words.id("woodpecker")].tolist() == [5, 6, 0, 0, 0]
+    assert matrix[vocabs.words.id("ibis")].tolist() == [0, 0, 5, 5, 5]
+    assert vocabs.words.id("devword") == vocabs.words.id("nowhere") == 1  # past the 4th word, not in the corpus
+    assert stats["words"] == len(items) + 2
+    none = vocabularies_with_vectors(train, others, [str(glove)], progress=False, vector_vocabulary=0)[0]
+    assert none.words.items == ["cancer", "the", "untouched", "rarebird"]  # the corpus's words only
+    everything = vocabularies_with_vectors(train, others, [str(glove)], progress=False,
+                                           vector_vocabulary=10**6)[0]
+    assert set(everything.words.items) == set(words) | {"untouched"}
+    assert ModelConfig().vector_vocabulary == 400_000  # all of GloVe 6B by default
+
+
+def test_a_trained_model_knows_a_word_only_its_vectors_file_has(tmp_path: Path) -> None:
+    """End to end through train(): the saved model maps a word absent from train/dev to its vector row, not
+    <unk>, and so tags an unseen disease name by its vector alone (a synonym of a trained one).  Training
+    makes <unk> mean "not a disease" (the non-disease words have no vector), so the old corpus-only
+    vocabulary (``vector_vocabulary=0``) tags the synonym O: the test tells the two apart."""
+    from helpers import TINY_OVERRIDES
+    from nerservice.artifacts.formats import load_model
+    from nerservice.config import NerConfig
+    from nerservice.data import Sentence
+    from nerservice.inference import Extractor
+    from nerservice.training.trainer import train
+
+    rng = np.random.default_rng(0)
+    diseases = ["flu", "gout", "mumps", "pox"]
+    others = ["rest", "visitors", "lunch", "tests"]  # no vectors: <unk> in training, always O
+    fillers = ["the", "patient", "had", "some"]
+    vocab = fillers + diseases + ["zorbitis"]
+    matrix = rng.normal(size=(len(vocab), 8)).astype(np.float32)
+    matrix[vocab.index("zorbitis")] = matrix[vocab.index("gout")]  # a synonym the corpus never shows
+    glove = write_glove(tmp_path / "v.txt", vocab, matrix)
+
+    def sentences(n: int) -> list[Sentence]:
+        out = []
+        for i in range(n):
+            word = str(rng.choice(diseases if i % 2 else others))
+            out.append(Sentence(("the", "patient", "had", "some", word), ("O",) * 4 + ("B-Disease" if i % 2 else "O",)))
+        return out
+
+    def tagged(vector_vocabulary: int) -> list[tuple[str, str]]:
+        config = NerConfig().with_overrides({
+            **TINY_OVERRIDES, "training.epochs": 8, "model.char_cnn_filters": 0, "model.char_lstm_units": 0,
+            "model.gazetteer": False, "model.word_dropout": 0.0, "model.vector_vocabulary": vector_vocabulary})
+        out = tmp_path / f"run-{vector_vocabulary}"
+        result = train(config, train_data=sentences(160), dev_data=sentences(20), embeddings=[str(glove)],
+                       out_dir=out, progress=False)
+        loaded = load_model(result.best_dir)
+        assert (loaded.vocabs.words.id("zorbitis") > 1) == (vector_vocabulary > 0)
+        assert loaded.config.model.vector_vocabulary == vector_vocabulary
+        found = Extractor(loaded).extract(["the patient had some zorbitis", "the patient had some gout"])
+        return [(e.text, e.label) for f in found for e in f]
+
+    assert tagged(400_000) == [("zorbitis", "Disease"), ("gout", "Disease")]
+    assert tagged(0) == [("gout", "Disease")]  # before: the synonym was <unk>

@@ -49,7 +49,8 @@ def measure_ceiling(config, tr, dv, te, n_train_tokens, args):  # noqa: ANN001, 
     from nerservice.training.steps import make_train_step
     from nerservice.training.trainer import vocabularies_with_vectors
 
-    vocabs, matrix, _ = vocabularies_with_vectors(tr, dv + te, args.embeddings, progress=False)
+    vocabs, matrix, _ = vocabularies_with_vectors(tr, dv + te, args.embeddings, progress=False,
+                                                  vector_vocabulary=config.model.vector_vocabulary)
     model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                          n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed)
     step = make_train_step(model, config.training)

@@ -115,7 +115,8 @@ def train_multi(
     extra = [Sentence(s.tokens, (placeholder,) * len(s.tokens), file=s.file, line=s.line) for s in unlabelled]
     train_all = [s for c in corpora for s in namespaced(c.name, c.train)] + extra
     others = [s for c in corpora for s in c.dev + (c.test or [])]
-    vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_all, others, embeddings, progress=progress)
+    vocabs, matrix, vocab_stats = vocabularies_with_vectors(
+        train_all, others, embeddings, progress=progress, vector_vocabulary=config.model.vector_vocabulary)
     vocabs = Vocabularies(words=vocabs.words, chars=vocabs.chars, tags=tags,
                           lm_chars=char_lm.vocab if char_lm is not None else None)
     # Types named per corpus ("bc5cdr|Chemical"): each corpus's strings are chosen on its own text.

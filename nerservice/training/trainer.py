@@ -75,25 +75,34 @@ def build_vocabularies(train: Sequence[Sentence], *, also_tags: Sequence[Sentenc
 
 
 def vocabularies_with_vectors(train: Sequence[Sentence], others: Sequence[Sentence],
-                              embeddings: str | Sequence[str] | None, *, progress: bool = True
+                              embeddings: str | Sequence[str] | None, *, vector_vocabulary: int,
+                              progress: bool = True
                               ) -> tuple[Vocabularies, np.ndarray | None, dict[str, Any]]:
-    """Training words, plus words of dev/test that have a pretrained vector (they are looked up at
-    inference anyway; without the row they would be <unk>).
+    """Training words, plus words of dev/test that have a pretrained vector, plus the first
+    ``vector_vocabulary`` words of each vectors file (its most frequent: ``model.vector_vocabulary``).  The
+    words beyond the corpus are why a saved model still knows "woodpecker" on text it never saw: without
+    their rows every such word would be <unk> at inference.
 
     Several sources (e.g. GloVe and in-domain word2vec) are concatenated per word: each word's row is
     [vector from source 1 | vector from source 2 | ...], zeros where a source lacks the word."""
+    from itertools import islice
+
     from nerservice.embeddings import vector_sources
 
     sources = vector_sources(embeddings)
     if not sources:
         vocabs = build_vocabularies(train, also_tags=others)
         return vocabs, None, {"words": len(vocabs.words), "pretrained": None}
-    from nerservice.embeddings import embedding_matrix, load_vectors
+    from nerservice.embeddings import embedding_matrix, load_vectors, vector_words
 
     train_words = {normalize_word(t) for s in train for t in s.tokens}
     other_words = {normalize_word(t) for s in others for t in s.tokens} - train_words
-    loaded = [load_vectors(src, keep=train_words | other_words, progress=progress) for src in sources]
+    frequent = [list(islice(vector_words(src), vector_vocabulary)) if vector_vocabulary else [] for src in sources]
+    keep = train_words | other_words | {w for head in frequent for w in head}
+    loaded = [load_vectors(src, keep=keep, progress=progress) for src in sources]
+    # Ids after the training words: dev/test words (sorted), then each file's frequent words in file order.
     extra = sorted({w for v in loaded for w in v.words if w in other_words})
+    extra += [w for head in frequent for w in head if w not in train_words and w not in other_words]
     vocabs = build_vocabularies(train, also_tags=others, extra_words=extra)
     parts = [embedding_matrix(v, vocabs.words) for v in loaded]
     matrix = np.concatenate([m for m, _ in parts], axis=1) if len(parts) > 1 else parts[0][0]
@@ -201,7 +210,8 @@ def train(
     config, char_lm, char_lm_record = resolve_char_lm(config)
     out = Path(out_dir)
     others = list(dev_data) + list(test_data or [])
-    vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_data, others, embeddings, progress=progress)
+    vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_data, others, embeddings, progress=progress,
+                                                            vector_vocabulary=config.model.vector_vocabulary)
     if char_lm is not None:
         vocabs = dataclasses.replace(vocabs, lm_chars=char_lm.vocab)
     if distillation is not None:
