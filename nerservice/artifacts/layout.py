@@ -17,7 +17,8 @@ A saved model folder holds::
     manifest.json       file list with sha256 and sizes (the store verifies it)
 
 An ensemble folder holds ``ensemble.json`` and ``member-N/`` model folders (``ensemble_folder.py``); an ONNX
-export (``onnx_folder.py``) holds ``words.onnx``, ``context.onnx``, ``crf.json``, ``README.md`` beside
+export (``onnx_folder.py``) holds ``words.onnx`` (its word-vector table in ``words.onnx.data``), ``context.onnx``,
+``crf.json``, ``README.md`` beside
 ``vocab.json``, ``config.json``, ``metrics.json``, ``lineage.json`` and its manifest.
 """
 from __future__ import annotations
@@ -49,3 +50,5 @@ ONNX_FORMAT = "nerservice.onnx.v1"  # `nerservice export --format onnx` (onnx_fo
 
 # ONNX export folder (onnx_folder.py): the two graphs and the CRF beside vocab.json, config.json.
 WORDS_GRAPH, CONTEXT_GRAPH, CRF, README = "words.onnx", "context.onnx", "crf.json", "README.md"
+# The words graph's word-vector table as ONNX external data: ONNX Runtime memory-maps it (export.py says why).
+WORDS_DATA = "words.onnx.data"

@@ -23,6 +23,7 @@ from nerservice.artifacts.layout import (
     ONNX_FORMAT,
     README,
     VOCAB,
+    WORDS_DATA,
     WORDS_GRAPH,
 )
 from nerservice.artifacts.onnx_folder import META_CRF, META_SOURCE, META_VOCAB
@@ -47,6 +48,23 @@ def build_graphs(model: Any, *, metadata: dict[str, str] | None = None) -> tuple
             entry.key, entry.value = k, v
         out.append(graph.SerializeToString())
     return out[0], out[1]
+
+
+def write_words_graph(graph: bytes, path: Path) -> None:
+    """The words graph at ``path`` with its word-vector table in ``WORDS_DATA`` beside it.  ONNX Runtime
+    memory-maps an external initializer instead of copying it onto its heap, so a served model's resident
+    memory holds only the pages of rows its traffic has looked up: the table keeps every word of the vectors
+    file (``model.vector_vocabulary``, 400k x 50 floats = 76 MB for GloVe 6B), and an in-graph table made an
+    export's server 115 MB larger before its first request (BENCHMARKS.md, session 22)."""
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    from nerservice.runtime.graph import WORD_TABLE
+
+    proto = onnx.load_from_string(graph)
+    table = next(t for t in proto.graph.initializer if t.name == WORD_TABLE)
+    set_external_data(table, WORDS_DATA)  # offset 0 of its own file: page-aligned, which the mmap needs
+    onnx.save_model(proto, str(path))
 
 
 def export_onnx(model_dir: str | Path, out_dir: str | Path, *, source_ref: str | None = None) -> Path:
@@ -80,7 +98,7 @@ def _write_single(loaded: Any, src: Path, tmp: Path, *, source_ref: str) -> None
               "ref": source_ref, "model": src_manifest.get("model", {})}
     words, context = build_graphs(loaded.model, metadata={
         META_SOURCE: source["manifest_sha256"], META_VOCAB: sha256_file(tmp / VOCAB), META_CRF: sha256_file(tmp / CRF)})
-    (tmp / WORDS_GRAPH).write_bytes(words)
+    write_words_graph(words, tmp / WORDS_GRAPH)
     (tmp / CONTEXT_GRAPH).write_bytes(context)
     (tmp / README).write_text(readme_text(loaded, source), encoding="utf-8")
     write_manifest(tmp, ONNX_FORMAT, sorted(p.name for p in tmp.iterdir()), source=source)

@@ -35,6 +35,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 OPSET = 17
 KERAS_TO_ONNX_GATES = (0, 3, 1, 2)  # Keras i,f,c,o blocks -> ONNX i,o,f,c
+WORD_TABLE = "word_embedding"  # the words graph's word-vector initializer (an export keeps it as external data)
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def words_graph(w: Mapping[str, np.ndarray], shape: NetworkShape) -> onnx.ModelP
     def i64(name: str, v: Any) -> Any:
         return g.const(name, np.asarray(v, np.int64))
 
-    parts = [g.one("Gather", [g.const("word_embedding", w["word_embedding"]), "word_ids"])]
+    parts = [g.one("Gather", [g.const(WORD_TABLE, w["word_embedding"]), "word_ids"])]
     if shape.has_char_cnn or shape.has_char_lstm:
         valid = g.one("Greater", ["word_chars", g.const("zero_i32", np.int32(0))])  # (U, C)
         emb = g.one("Gather", [g.const("char_embedding", w["char_embedding"]), "word_chars"])  # (U, C, E)

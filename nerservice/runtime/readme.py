@@ -10,7 +10,8 @@ Runs on ONNX Runtime (CPU) and NumPy; no TensorFlow, Keras or nerservice needed.
 
 ## Files
 - `words.onnx`: per distinct word. Inputs `word_ids` int32 (U,), `word_chars` int32 (U, C). Output
-  `features` float32 (U, {dim}).
+  `features` float32 (U, {dim}). Its word-vector table is ONNX external data in `words.onnx.data` (keep
+  the two files together; ONNX Runtime memory-maps the table when it loads `words.onnx` from a path).
 - `context.onnx`: per batch of sentences. Inputs `features` float32 (U, {dim}) (the output above),
   `word_index` int32 (B, T) (row of `features` for each token; any row for padding), `lengths` int32 (B,)
   (real tokens per sentence){gazetteer_input}. Output `emissions` float32 (B, T, {k}): one score per tag

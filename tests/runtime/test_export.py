@@ -63,11 +63,40 @@ def test_the_folder_lists_every_file_with_the_source_identity(random_models, exp
 
     manifest = json.loads((exports["tiny"] / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["format"] == ONNX_FORMAT
-    assert set(manifest["files"]) == {"words.onnx", "context.onnx", "vocab.json", "crf.json", "config.json",
-                                      "metrics.json", "lineage.json", "README.md"}
+    assert set(manifest["files"]) == {"words.onnx", "words.onnx.data", "context.onnx", "vocab.json", "crf.json",
+                                      "config.json", "metrics.json", "lineage.json", "README.md"}
     assert manifest["source"]["manifest_sha256"] == sha256_file(random_models["tiny"] / "manifest.json")
     assert manifest["source"]["model"]["n_words"] > 10
     verify_manifest(exports["tiny"])  # the store's check dispatches on the format
+
+
+def test_the_word_table_is_external_data_and_checked(random_models, exports, tmp_path: Path) -> None:
+    """The word-vector table lives in words.onnx.data (ONNX Runtime memory-maps it), bit for bit the model's;
+    the manifest covers it like any file: missing or altered, the folder does not load."""
+    import onnx
+    from onnx import numpy_helper
+    from onnx.external_data_helper import load_external_data_for_tensor
+
+    from nerservice.artifacts.formats import load_model
+    from nerservice.errors import IntegrityError
+
+    proto = onnx.load(str(exports["tiny"] / "words.onnx"), load_external_data=False)
+    table = next(t for t in proto.graph.initializer if t.name == "word_embedding")
+    assert table.data_location == onnx.TensorProto.EXTERNAL and not table.raw_data
+    load_external_data_for_tensor(table, str(exports["tiny"]))
+    keras = load_model(random_models["tiny"]).model.word_embedding.embeddings
+    np.testing.assert_array_equal(numpy_helper.to_array(table), np.asarray(keras))
+    for damage in ("missing", "altered"):
+        folder = _copy(exports["tiny"], tmp_path / damage)
+        data = folder / "words.onnx.data"
+        if damage == "missing":
+            data.unlink()
+        else:
+            raw = bytearray(data.read_bytes())
+            raw[7] ^= 1
+            data.write_bytes(bytes(raw))
+        with pytest.raises(IntegrityError, match="words.onnx.data"):
+            load_model(folder)
 
 
 def _copy(src: Path, dst: Path) -> Path:
