@@ -77,9 +77,8 @@ class EncodedCorpus:
         index: dict[str, int] = {}
         flat = np.fromiter((index.setdefault(tok, len(index)) for sent in sentences for tok in sent),
                            dtype=np.int64, count=int(self.offsets[-1]))
-        words_id = vocabs.words.id
         norms = [normalize_word(tok) for tok in index]  # per distinct token, in first-occurrence order
-        word_of = np.fromiter((words_id(w) for w in norms), dtype=np.int32, count=len(index))
+        word_of = np.asarray(vocabs.words.ids(norms), dtype=np.int32).reshape(len(index))
         types: dict[str, int] = {"": 0}
         type_of = np.fromiter((types.setdefault(clip_word(tok, max_word_length), len(types)) for tok in index),
                               dtype=np.int32, count=len(index))

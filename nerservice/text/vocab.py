@@ -23,7 +23,13 @@ from nerservice.text.gazetteer import Gazetteer
 # Re-exported: their home is text/normalize.py (the gazetteer needs them without the vocabularies).
 from nerservice.text.normalize import DIGIT_SCAN_LIMIT as DIGIT_SCAN_LIMIT
 from nerservice.text.normalize import normalize_word as normalize_word
+from nerservice.text.packed_strings import PackedStrings
 
+# Ids below this live in a dict (fast lookups: a model's own corpus words come first); the rest, in a
+# vocabulary that keeps a vectors file's words (``model.vector_vocabulary``), in a ``PackedStrings``:
+# ~25 bytes per word instead of ~130 (356k GloVe words: 50 MB of every serving process, BENCHMARKS.md
+# session 22), at a few microseconds per lookup of a word past the dict.
+DICT_IDS = 50_000
 PAD_ID = 0
 UNK_ID = 1
 PAD = "<pad>"
@@ -37,14 +43,26 @@ class Vocabulary:
     def __init__(self, items: Sequence[str]) -> None:
         self._items: list[str] = [PAD, UNK]
         self._ids: dict[str, int] = {PAD: PAD_ID, UNK: UNK_ID}
+        items = list(items)
         for item in items:
             if not isinstance(item, str):
                 raise TypeError(f"vocabulary items must be str, got {type(item).__name__}: {item!r}")
+        head, tail = items[: DICT_IDS - 2], items[DICT_IDS - 2:]
+        for item in head:
             if item in self._ids:
                 what = "reserved" if item in (PAD, UNK) else "duplicate"
                 raise ValueError(f"{what} vocabulary item {item!r}")
             self._ids[item] = len(self._items)
             self._items.append(item)
+        self._tail: PackedStrings | None = None
+        if tail:
+            clash = next((item for item in tail if item in self._ids), None)
+            if clash is not None:
+                raise ValueError(f"{'reserved' if clash in (PAD, UNK) else 'duplicate'} vocabulary item {clash!r}")
+            try:
+                self._tail = PackedStrings(tail)
+            except ValueError as exc:
+                raise ValueError(f"vocabulary: {exc}") from None
 
     @classmethod
     def build(
@@ -73,33 +91,47 @@ class Vocabulary:
         return cls(ranked)
 
     def id(self, item: str) -> int:
-        return self._ids.get(item, UNK_ID)
+        found = self._ids.get(item)
+        if found is not None:
+            return found
+        return self.ids([item])[0] if self._tail is not None else UNK_ID
 
     def ids(self, items: Iterable[str]) -> list[int]:
         get = self._ids.get
-        return [get(item, UNK_ID) for item in items]
+        items = list(items)
+        out = [get(item, UNK_ID) for item in items]
+        if self._tail is not None:
+            missed = [k for k, i in enumerate(out) if i == UNK_ID]
+            found = self._tail.indices([items[k] for k in missed])
+            base = len(self._items)
+            for k, p in zip(missed, found.tolist()):
+                if p >= 0:
+                    out[k] = base + p
+        return out
 
     def item(self, idx: int) -> str:
-        if not 0 <= idx < len(self._items):
-            raise IndexError(f"vocabulary id {idx} out of range 0..{len(self._items) - 1}")
-        return self._items[idx]
+        if not 0 <= idx < len(self):
+            raise IndexError(f"vocabulary id {idx} out of range 0..{len(self) - 1}")
+        return self._items[idx] if idx < len(self._items) else self._tail[idx - len(self._items)]  # type: ignore[index]
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._items) + (len(self._tail) if self._tail is not None else 0)
 
     def __contains__(self, item: object) -> bool:
-        return item in self._ids
+        if item in self._ids:
+            return True
+        return isinstance(item, str) and self._tail is not None and self._tail.index(item) >= 0
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Vocabulary) and self._items == other._items
+        return isinstance(other, Vocabulary) and len(self) == len(other) and self.items == other.items
 
     def __repr__(self) -> str:
-        return f"Vocabulary({len(self._items)} ids)"
+        return f"Vocabulary({len(self)} ids)"
 
     @property
     def items(self) -> list[str]:
         """The items without the two reserved entries (id = position + 2)."""
-        return self._items[2:]
+        return self._items[2:] + (list(self._tail) if self._tail is not None else [])
 
     def to_dict(self) -> dict[str, Any]:
         return {"items": self.items}

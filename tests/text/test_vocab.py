@@ -76,6 +76,46 @@ def test_constructor_rejects_duplicates_and_reserved(items: list[str]) -> None:
         Vocabulary(items)
 
 
+@given(st.lists(st.text(max_size=6), unique=True, max_size=40), st.integers(0, 45),
+       st.lists(st.text(max_size=6), max_size=20))
+def test_ids_past_the_dict_behave_like_the_dict(items: list[str], cut: int, probes: list[str]) -> None:
+    """Ids from ``DICT_IDS`` on live in a PackedStrings; every lookup agrees with a plain dict."""
+    items = [x for x in items if x not in ("<pad>", "<unk>")]
+    reference = {"<pad>": PAD_ID, "<unk>": UNK_ID, **{x: i + 2 for i, x in enumerate(items)}}
+    saved = vocab_module.DICT_IDS
+    vocab_module.DICT_IDS = cut
+    try:
+        v = Vocabulary(items)
+    finally:
+        vocab_module.DICT_IDS = saved
+    queries = items + probes
+    assert v.ids(queries) == [reference.get(q, UNK_ID) for q in queries]
+    assert [v.id(q) for q in queries] == [reference.get(q, UNK_ID) for q in queries]
+    assert [q in v for q in probes] == [q in reference for q in probes]
+    assert len(v) == len(items) + 2 and v.items == items
+    assert [v.item(i + 2) for i in range(len(items))] == items
+    assert v == Vocabulary(items) and Vocabulary.from_dict(json.loads(json.dumps(v.to_dict()))) == v
+
+
+def test_packed_strings_survive_hash_collisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Equal hashes for distinct strings (forced here: hash = length) still give exact answers; a repeated
+    string is an error even past the dict."""
+    from nerservice.text import packed_strings
+
+    monkeypatch.setattr(packed_strings, "hash", len, raising=False)
+    words = ["ab", "cd", "ef", "g", "hij", "ba"]
+    packed = packed_strings.PackedStrings(words)
+    assert packed.indices(["ef", "ba", "zz", "g", "hij", "xyz", ""]).tolist() == [2, 5, -1, 3, 4, -1, -1]
+    assert [packed[i] for i in range(len(packed))] == words and list(packed) == words
+    monkeypatch.setattr(vocab_module, "DICT_IDS", 3)
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocabulary(["a", "b", "c", "b"])  # the repeat is past the dict
+    with pytest.raises(ValueError, match="duplicate"):
+        Vocabulary(["a", "b", "c", "d", "c"])  # a repeat inside the packed part
+    with pytest.raises(ValueError, match="reserved"):
+        Vocabulary(["a", "<unk>"])
+
+
 def test_vocabulary_round_trip_and_corrupt_input() -> None:
     v = Vocabulary.build(["é", "β", "é", "x"])
     assert Vocabulary.from_dict(json.loads(json.dumps(v.to_dict()))) == v
