@@ -122,7 +122,7 @@ def load_model_folder(model_dir: str | Path, *, verify: bool = True) -> LoadedMo
         raise ModelLoadError(f"{d}: manifest sizes do not match vocab.json", path=str(d))
     model = NerTagger(n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_tags=len(vocabs.tags),
                       word_dim=int(shape["word_dim"]), model_config=config.model.model_dump(mode="json"),
-                      n_lm_chars=n_lm_chars, n_gazetteer_ids=n_gazetteer_ids)
+                      n_lm_chars=n_lm_chars, n_gazetteer_ids=n_gazetteer_ids, word_initializer="zeros")
     model.build_for_inference()
     model.load_weights(d / WEIGHTS)
     return LoadedModel(d, config, vocabs, model, metrics=read_json(d / METRICS) if (d / METRICS).exists() else {},

@@ -24,13 +24,17 @@ from nerservice.text.vocab import UNK_ID
 @keras.saving.register_keras_serializable(package="nerservice")
 class NerTagger(keras.Model):
     def __init__(self, *, n_words: int, n_chars: int, n_tags: int, word_dim: int, model_config: dict[str, Any],
-                 n_lm_chars: int = 0, n_gazetteer_ids: int = 0, **kwargs: Any) -> None:
+                 n_lm_chars: int = 0, n_gazetteer_ids: int = 0, word_initializer: str = "uniform",
+                 **kwargs: Any) -> None:
+        """``word_initializer``: "zeros" when saved weights will replace the table at once (loading): a
+        random 400k-word table (``model.vector_vocabulary``) costs another 76 MB on the way."""
         super().__init__(**kwargs)
         cfg = ModelConfig.model_validate(model_config)
         self.n_words, self.n_chars, self.n_tags, self.word_dim = n_words, n_chars, n_tags, word_dim
         self.n_lm_chars, self.n_gazetteer_ids = n_lm_chars, n_gazetteer_ids
         self.model_config = cfg.model_dump(mode="json")
-        self.word_embedding = keras.layers.Embedding(n_words, word_dim, name="word_embedding")
+        self.word_embedding = keras.layers.Embedding(n_words, word_dim, embeddings_initializer=word_initializer,
+                                                     name="word_embedding")
         self.char_encoder = CharEncoder(
             n_chars, embedding_dim=cfg.char_embedding_dim, cnn_filters=cfg.char_cnn_filters,
             cnn_width=cfg.char_cnn_width, lstm_units=cfg.char_lstm_units, name="char_encoder")

@@ -23,6 +23,7 @@ from nerservice.artifacts.layout import (
     ONNX_FORMAT,
     README,
     VOCAB,
+    WORD_TABLE,
     WORDS_DATA,
     WORDS_GRAPH,
 )
@@ -31,8 +32,11 @@ from nerservice.errors import ModelError, ModelLoadError
 from nerservice.runtime.deps import require
 
 
-def build_graphs(model: Any, *, metadata: dict[str, str] | None = None) -> tuple[bytes, bytes]:
-    """Serialized (words, context) ONNX graphs of a Keras ``NerTagger``, with ``metadata`` embedded."""
+def build_graphs(model: Any, *, metadata: dict[str, str] | None = None,
+                 table_input: bool = False) -> tuple[bytes, bytes, Any]:
+    """Serialized (words, context) ONNX graphs of a Keras ``NerTagger``, with ``metadata`` embedded, and
+    the word-vector table: with ``table_input`` the words graph takes it as an input (``graph.words_graph``)
+    and the caller feeds it; otherwise it is inside the graph and the third item is None."""
     require("onnx")
     if getattr(model, "char_lm", None) is not None:
         raise ModelError("ONNX export does not cover a tagger with a character LM (model.char_lm) yet",
@@ -42,12 +46,12 @@ def build_graphs(model: Any, *, metadata: dict[str, str] | None = None) -> tuple
 
     weights, shape = tagger_weights(model)
     out = []
-    for graph in (words_graph(weights, shape), context_graph(weights, shape)):
+    for graph in (words_graph(weights, shape, table_input=table_input), context_graph(weights, shape)):
         for k, v in (metadata or {}).items():
             entry = graph.metadata_props.add()
             entry.key, entry.value = k, v
         out.append(graph.SerializeToString())
-    return out[0], out[1]
+    return out[0], out[1], weights["word_embedding"] if table_input else None
 
 
 def write_words_graph(graph: bytes, path: Path) -> None:
@@ -58,8 +62,6 @@ def write_words_graph(graph: bytes, path: Path) -> None:
     export's server 115 MB larger before its first request (BENCHMARKS.md, session 22)."""
     import onnx
     from onnx.external_data_helper import set_external_data
-
-    from nerservice.runtime.graph import WORD_TABLE
 
     proto = onnx.load_from_string(graph)
     table = next(t for t in proto.graph.initializer if t.name == WORD_TABLE)
@@ -96,7 +98,7 @@ def _write_single(loaded: Any, src: Path, tmp: Path, *, source_ref: str) -> None
                            "end": crf.end.tolist(), "tags": loaded.vocabs.tags.tags})
     source = {"manifest_sha256": sha256_file(src / MANIFEST), "format": src_manifest.get("format"),
               "ref": source_ref, "model": src_manifest.get("model", {})}
-    words, context = build_graphs(loaded.model, metadata={
+    words, context, _ = build_graphs(loaded.model, metadata={
         META_SOURCE: source["manifest_sha256"], META_VOCAB: sha256_file(tmp / VOCAB), META_CRF: sha256_file(tmp / CRF)})
     write_words_graph(words, tmp / WORDS_GRAPH)
     (tmp / CONTEXT_GRAPH).write_bytes(context)

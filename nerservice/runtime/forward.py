@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from nerservice.artifacts.layout import WORD_TABLE
 from nerservice.errors import ModelLoadError
 from nerservice.runtime.deps import require
 from nerservice.runtime.word_cache import WordFeatureCache
@@ -68,24 +69,27 @@ def distinct_words(batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray
 class OrtForward:
     """``forward(batch) -> emissions`` over the two sessions, with an optional word-feature cache."""
 
-    def __init__(self, words: Any, context: Any, *, cache: WordFeatureCache | None = None) -> None:
+    def __init__(self, words: Any, context: Any, *, cache: WordFeatureCache | None = None,
+                 word_table: np.ndarray | None = None) -> None:
         self.words, self.context, self.cache = words, context, cache
+        # A words graph that takes the word-vector table as an input (graph.words_graph(table_input=True)).
+        self._feeds: dict[str, np.ndarray] = {WORD_TABLE: word_table} if word_table is not None else {}
         # Read once from the graph, not the vocabularies: a gazetteer model's context graph declares the
         # input (and needs it); the graphs of every other model, old exports included, do not accept it.
         self.takes_gazetteer = any(i.name == "gazetteer" for i in context.get_inputs())
 
     @classmethod
     def open(cls, words: str | Path | bytes, context: str | Path | bytes, *, threads: int | None = None,
-             cache_entries: int = 0) -> OrtForward:
+             cache_entries: int = 0, word_table: np.ndarray | None = None) -> OrtForward:
         dim = None
         sess_w = make_session(words, threads)
         dim = int(sess_w.get_outputs()[0].shape[1])
         cache = WordFeatureCache(cache_entries, dim) if cache_entries > 0 else None
-        return cls(sess_w, make_session(context, threads), cache=cache)
+        return cls(sess_w, make_session(context, threads), cache=cache, word_table=word_table)
 
     def word_features(self, word_ids: np.ndarray, word_chars: np.ndarray) -> np.ndarray:
         def run(ids: np.ndarray, chars: np.ndarray) -> np.ndarray:
-            out: np.ndarray = self.words.run(None, {"word_ids": ids, "word_chars": chars})[0]
+            out: np.ndarray = self.words.run(None, {"word_ids": ids, "word_chars": chars, **self._feeds})[0]
             return out
 
         if self.cache is None:

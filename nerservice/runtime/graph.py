@@ -33,9 +33,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from nerservice.artifacts.layout import WORD_TABLE
+
 OPSET = 17
 KERAS_TO_ONNX_GATES = (0, 3, 1, 2)  # Keras i,f,c,o blocks -> ONNX i,o,f,c
-WORD_TABLE = "word_embedding"  # the words graph's word-vector initializer (an export keeps it as external data)
 
 
 @dataclass(frozen=True)
@@ -117,12 +118,16 @@ def gazetteer_table(w: Mapping[str, np.ndarray], gazetteer_dim: int) -> np.ndarr
     return (emb @ rows).astype(np.float32)
 
 
-def words_graph(w: Mapping[str, np.ndarray], shape: NetworkShape) -> onnx.ModelProto:
+def words_graph(w: Mapping[str, np.ndarray], shape: NetworkShape, *, table_input: bool = False) -> onnx.ModelProto:
+    """``table_input``: the word-vector table is an input (fed by the caller on every run, which costs no copy
+    on CPU) instead of an initializer — the in-memory conversion of a loaded Keras model, so the process holds
+    the table once rather than in a serialized graph and again in the session (nerservice/runtime/select.py)."""
     g = _Graph()
     def i64(name: str, v: Any) -> Any:
         return g.const(name, np.asarray(v, np.int64))
 
-    parts = [g.one("Gather", [g.const(WORD_TABLE, w["word_embedding"]), "word_ids"])]
+    table = WORD_TABLE if table_input else g.const(WORD_TABLE, w["word_embedding"])
+    parts = [g.one("Gather", [table, "word_ids"])]
     if shape.has_char_cnn or shape.has_char_lstm:
         valid = g.one("Greater", ["word_chars", g.const("zero_i32", np.int32(0))])  # (U, C)
         emb = g.one("Gather", [g.const("char_embedding", w["char_embedding"]), "word_chars"])  # (U, C, E)
@@ -157,10 +162,12 @@ def words_graph(w: Mapping[str, np.ndarray], shape: NetworkShape) -> onnx.ModelP
         out = g.one("Relu", [g.one("Gemm", [feats, g.const("dense.kernel", kernel),
                                             g.const("dense.bias", w["dense.bias"])])])
     dim = kernel.shape[1]
-    return g.model("nerservice_words", [
-        helper.make_tensor_value_info("word_ids", TensorProto.INT32, ["U"]),
-        helper.make_tensor_value_info("word_chars", TensorProto.INT32, ["U", "C"]),
-    ], [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["U", dim])], out)
+    inputs = [helper.make_tensor_value_info("word_ids", TensorProto.INT32, ["U"]),
+              helper.make_tensor_value_info("word_chars", TensorProto.INT32, ["U", "C"])]
+    if table_input:
+        inputs.append(helper.make_tensor_value_info(WORD_TABLE, TensorProto.FLOAT, list(w["word_embedding"].shape)))
+    features = helper.make_tensor_value_info("features", TensorProto.FLOAT, ["U", dim])
+    return g.model("nerservice_words", inputs, [features], out)
 
 
 def context_graph(w: Mapping[str, np.ndarray], shape: NetworkShape) -> onnx.ModelProto:

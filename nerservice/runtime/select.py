@@ -121,8 +121,9 @@ def to_onnx(loaded: Any, *, threads: int | None = None, cache_entries: int | Non
         return LoadedEnsemble(loaded.path, [to_onnx(m, threads=threads, cache_entries=cache_entries) for m in members],
                               metrics=loaded.metrics,
                               lineage=loaded.lineage)
-    words, context = build_graphs(loaded.model)
-    forward = OrtForward.open(words, context, threads=threads,
+    # The table as an input: held once, by the array fed on every run, not inside the graph and the session.
+    words, context, table = build_graphs(loaded.model, table_input=True)
+    forward = OrtForward.open(words, context, threads=threads, word_table=table,
                               cache_entries=DEFAULT_CACHE_ENTRIES if cache_entries is None else cache_entries)
     return LoadedOnnx(loaded.path, loaded.config, loaded.vocabs, loaded.model.crf_params(), forward, manifest={},
                       metrics=loaded.metrics, lineage=loaded.lineage)

@@ -65,7 +65,8 @@ def _ort(loaded, cache_entries: int = 0):
     from nerservice.runtime.export import build_graphs
     from nerservice.runtime.forward import OrtForward
 
-    return OrtForward.open(*build_graphs(loaded.model), threads=1, cache_entries=cache_entries)
+    words, context, _ = build_graphs(loaded.model)
+    return OrtForward.open(words, context, threads=1, cache_entries=cache_entries)
 
 
 def _batch(loaded) -> dict[str, np.ndarray]:
@@ -178,7 +179,7 @@ def test_graphs_without_a_gazetteer_are_the_old_ones_and_with_one_split_the_dens
     from nerservice.runtime.export import build_graphs
 
     def ops_and_inputs(folder: Path) -> tuple[list[str], list[str], list[str], int]:
-        words, context = (onnx.load_from_string(g) for g in build_graphs(_loaded(folder).model))
+        words, context = (onnx.load_from_string(g) for g in build_graphs(_loaded(folder).model)[:2])
         kernel = next(t for t in words.graph.initializer if t.name == "dense.kernel")
         return ([n.op_type for n in words.graph.node], [n.op_type for n in context.graph.node],
                 [i.name for i in context.graph.input], int(kernel.dims[0]))
