@@ -52,4 +52,3 @@ ONNX_FORMAT = "nerservice.onnx.v1"  # `nerservice export --format onnx` (onnx_fo
 WORDS_GRAPH, CONTEXT_GRAPH, CRF, README = "words.onnx", "context.onnx", "crf.json", "README.md"
 # The words graph's word-vector table as ONNX external data: ONNX Runtime memory-maps it (export.py says why).
 WORDS_DATA = "words.onnx.data"
-WORD_TABLE = "word_embedding"  # that table's name in the words graph

@@ -23,13 +23,13 @@ from nerservice.artifacts.layout import (
     ONNX_FORMAT,
     README,
     VOCAB,
-    WORD_TABLE,
     WORDS_DATA,
     WORDS_GRAPH,
 )
 from nerservice.artifacts.onnx_folder import META_CRF, META_SOURCE, META_VOCAB
 from nerservice.errors import ModelError, ModelLoadError
 from nerservice.runtime.deps import require
+from nerservice.runtime.forward import WORD_TABLE
 
 
 def build_graphs(model: Any, *, metadata: dict[str, str] | None = None,

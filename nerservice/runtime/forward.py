@@ -18,10 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from nerservice.artifacts.layout import WORD_TABLE
 from nerservice.errors import ModelLoadError
 from nerservice.runtime.deps import require
 from nerservice.runtime.word_cache import WordFeatureCache
+
+# The words graph's word-vector table: an initializer (an export keeps it in words.onnx.data) or, in a graph
+# converted in memory, an input this class feeds (graph.words_graph).
+WORD_TABLE = "word_embedding"
 
 THREADS_ENV = "NERSERVICE_ORT_THREADS"
 

@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from nerservice.artifacts.layout import WORD_TABLE
+from nerservice.runtime.forward import WORD_TABLE
 
 OPSET = 17
 KERAS_TO_ONNX_GATES = (0, 3, 1, 2)  # Keras i,f,c,o blocks -> ONNX i,o,f,c
