@@ -46,8 +46,9 @@ class ModelConfig(Strict):
     # of each vectors file, so a saved model knows words its training, dev and test files never showed.
     # Before, such a word was <unk> at inference: a linnaeus model tagging text it was not built beside
     # lost 2.1 entity-F1 points (mean of 3 seeds; NCBI-disease 0.6; BENCHMARKS.md, session 22).  400k = all
-    # of GloVe 6B (+80 MB of frozen float32 rows); 0 = the corpus's words only (train, plus dev/test words
-    # with a vector).
+    # of GloVe 6B (+71 MB of frozen float32 rows); 0 = the corpus's words only (train, plus dev/test words
+    # with a vector).  Training is unchanged (frozen rows of words it never shows get no gradient); with
+    # ``embeddings_trainable`` the optimizer updates the whole table, ~20 % slower on CPU (session 22).
     vector_vocabulary: int = Field(400_000, ge=0, le=5_000_000)
     dense_units: int = Field(256, ge=1)  # NerDL: dense 256 ReLU before the recurrent stack
     lstm_units: int = Field(128, ge=1)  # NerDL: 128 per direction
