@@ -27,7 +27,7 @@ from nerservice.training.trainer import train, vocabularies_with_vectors
 res = {{}}
 config = tiny_config().with_overrides({{"model.dropout": 0.3, "training.bucket_size": 32, "model.lstm_layers": 1}})
 tr = generate(96, seed=5)
-vocabs, _, _ = vocabularies_with_vectors(tr, [], None, progress=False)
+vocabs, _, _ = vocabularies_with_vectors(tr, [], None, progress=False, vector_vocabulary=0)
 enc = EncodedCorpus([s.tokens for s in tr], vocabs, max_word_length=config.model.max_word_length,
                     tags=[s.tags for s in tr])
 policy = ShapePolicy.for_backend("jax", batch_size=config.training.batch_size, time_multiple=32)
