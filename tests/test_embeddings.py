@@ -296,6 +296,8 @@ def test_the_vocabulary_keeps_the_most_frequent_words_of_each_vectors_file(tmp_p
     assert matrix[vocabs.words.id("ibis")].tolist() == [0, 0, 5, 5, 5]
     assert vocabs.words.id("devword") == vocabs.words.id("nowhere") == 1  # past the 4th word, not in the corpus
     assert stats["words"] == len(items) + 2
+    # training words with a vector: the, cancer (not "untouched"); from the files alone: of, woodpecker, heron, ibis
+    assert stats["training_coverage"] == 2 / 3 and stats["beyond_corpus"] == 4
     none = vocabularies_with_vectors(train, others, [str(glove)], progress=False, vector_vocabulary=0)[0]
     assert none.words.items == ["cancer", "the", "untouched", "rarebird"]  # the corpus's words only
     everything = vocabularies_with_vectors(train, others, [str(glove)], progress=False,

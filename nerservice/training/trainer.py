@@ -109,8 +109,15 @@ def vocabularies_with_vectors(train: Sequence[Sentence], others: Sequence[Senten
     # A word "has a vector" when any source has it (its row is not all zeros).
     hits = int(np.count_nonzero(np.any(matrix[2:] != 0, axis=1))) if len(parts) > 1 else parts[0][1]
     pretrained: Any = str(sources[0]) if len(sources) == 1 else [str(x) for x in sources]
+    # Of the training words, how many have a vector (the vocabulary's own share says little once it holds a
+    # vectors file's words too); and how many words came from the files alone (``vector_vocabulary``).
+    train_ids = [i for i in vocabs.words.ids(sorted(train_words)) if i > 1]
+    train_hits = int(np.count_nonzero(np.any(matrix[train_ids] != 0, axis=1))) if train_ids else 0
+    corpus_words = len(train_ids) + sum(1 for w in other_words if w in vocabs.words)
     stats = {"words": len(vocabs.words), "pretrained": pretrained, "dim": int(matrix.shape[1]),
-             "with_vector": hits, "coverage": hits / max(len(vocabs.words) - 2, 1)}
+             "with_vector": hits, "coverage": hits / max(len(vocabs.words) - 2, 1),
+             "training_coverage": train_hits / max(len(train_ids), 1),
+             "beyond_corpus": len(vocabs.words) - 2 - corpus_words}
     if len(parts) > 1:
         stats["per_source"] = [{"source": str(src), "dim": v.dim, "with_vector": h}
                                for src, v, (_, h) in zip(sources, loaded, parts)]
