@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import Sequence, TypeVar
 
+from nerservice.distil.folds import held_out_blocks  # the product's blocks (`nerservice train --distil`)
+
 T = TypeVar("T")
 HALVES = ("train", "devel")
 
@@ -38,8 +40,7 @@ def held_out_rows(fold: str, n_train: int, n_devel: int) -> range:
     m = re.fullmatch(r"([1-9][0-9]*)of([1-9][0-9]*)", fold)
     if not m or not 1 <= int(m[1]) <= int(m[2]) or int(m[2]) < 2:
         raise ValueError(f"fold {fold!r}: train, devel or IofK with 1 <= I <= K, K >= 2")
-    i, k, n = int(m[1]) - 1, int(m[2]), n_train + n_devel
-    return range(i * n // k, (i + 1) * n // k)
+    return held_out_blocks(n_train + n_devel, int(m[2]))[int(m[1]) - 1]
 
 
 def split_fold(fold: str, train: Sequence[T], devel: Sequence[T]) -> tuple[list[T], list[T]]:

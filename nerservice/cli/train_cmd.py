@@ -43,6 +43,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=1, metavar="N", help="train N models (seeds S..S+N-1, S = "
                    "training.seed; with --final phase 1 runs once) into OUT/seed-S and save them as one ensemble "
                    "folder OUT/ensemble, evaluated on dev and test (with --corpora: per corpus, on its head)")
+    p.add_argument("--distil", action="store_true", help="with --final: also cross-fit and distil the final "
+                   "model(s) into one student (OUT/student/model-last, the model to deploy): train + dev is cut into "
+                   "--folds blocks, N models train on every other block for phase 1's epoch count and label their "
+                   "own; the student trains on those targets mixed with gold (distil.gold_weight=0.5), one "
+                   "synthetic variant per sentence (distil.augment=1) and --unlabelled text labelled by the final "
+                   "ensemble. --set distil.KEY=VALUE changes the distillation (see `nerservice distil`)")
+    p.add_argument("--folds", type=int, metavar="K", help="with --distil: cross-fitting blocks (default 2)")
+    p.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE", help="with --distil: unlabelled text "
+                   "for the student, one token per line (IOB files' tags ignored; never test text)")
     p.add_argument("--no-resume", action="store_true", help="start fresh even if OUT/checkpoint exists")
     p.add_argument("--register", metavar="NAME", help="register model-best in the model store under NAME")
     p.add_argument("--promote", metavar="ALIAS", help="with --register: point ALIAS at the new version if its "
@@ -58,10 +67,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def effective_config(args: argparse.Namespace):  # -> NerConfig
     from nerservice.config import NerConfig
+    from nerservice.distil.config import split_overrides
     from nerservice.embeddings import resolve_sources
 
     config = NerConfig.load(args.config) if args.config else NerConfig()
-    overrides = list(args.set)
+    # --distil: distil.KEY=VALUE items are the distillation's (run_distil); without it they are unknown keys
+    overrides = split_overrides(list(args.set))[0] if getattr(args, "distil", False) else list(args.set)
     for flag, key in SHORTHANDS.items():
         value = getattr(args, flag)
         if value is not None:
@@ -84,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
                           hint="promote it by hand: nerservice models promote")
     if args.seeds < 1:
         raise ConfigError(f"--seeds {args.seeds}: need at least 1")
+    if args.distil:
+        return run_distil(args, config)
+    if args.folds is not None or args.unlabelled:
+        raise ConfigError("--folds and --unlabelled belong to --distil", hint="nerservice train --final --distil")
     if args.register and args.seeds > 1:
         raise ConfigError("--register with --seeds: register the ensemble when it is written",
                           hint="nerservice models register NAME OUT/ensemble")
@@ -115,6 +130,70 @@ def run(args: argparse.Namespace) -> int:
     promote(args, callbacks)
     splits = {"dev": dev_c.sentences, **({"test": test_c.sentences} if test_c else {})}
     return report_recipe(args, result, splits, print_scores, evaluate=None)
+
+
+def run_distil(args: argparse.Namespace, config: Any) -> int:
+    """``--final --distil``: every option and input is checked, and the unlabelled text read, before training."""
+    from nerservice.data.unlabelled import read_unlabelled
+    from nerservice.distil.config import split_overrides
+    from nerservice.distil.folds import held_out_blocks
+    from nerservice.distil.recipe import DEFAULT_FOLDS, final_distil, recipe_distil_config
+    from nerservice.errors import ConfigError
+    from nerservice.training.recipes import core_runner
+
+    if not args.final:
+        raise ConfigError("--distil distils the final model(s): it needs --final",
+                          hint="nerservice train --final --seeds 3 --distil")
+    if args.corpora:
+        raise ConfigError("--distil cross-fits one corpus's train + dev; a multi-corpus model is distilled by "
+                          "`nerservice distil --corpora` after `nerservice train --corpora --final --seeds N`",
+                          hint="nerservice distil --teacher OUT/ensemble --corpora C.json --dev-in-train --keep last")
+    if not (args.train and args.dev):
+        raise ConfigError("train needs --train and --dev (or --corpora)")
+    if args.data_parallel:
+        raise ConfigError("--data-parallel is not supported with --distil")
+    dconfig = recipe_distil_config(split_overrides(list(args.set))[1])
+    folds = DEFAULT_FOLDS if args.folds is None else args.folds
+    train_c, dev_c = read(args.train, args), read(args.dev, args)
+    test_c = read(args.test, args) if args.test else None
+    held_out_blocks(len(train_c.sentences) + len(dev_c.sentences), folds)  # a bad --folds fails here
+    unlabelled = (read_unlabelled(args.unlabelled, max_tokens=dconfig.max_unlabelled_tokens,
+                                  max_sentence_tokens=dconfig.max_sentence_tokens,
+                                  max_tokens_setting="distil.max_unlabelled_tokens",
+                                  max_sentence_setting="distil.max_sentence_tokens") if args.unlabelled else None)
+    base = {"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings,
+            "reading": reading_options(args)}
+
+    def runner_for(train: Any, dev: Any, test: Any, extra: dict[str, Any]) -> Any:
+        return core_runner(train, dev, test, sources={**base, **extra}, resume=not args.no_resume,
+                           progress=not args.quiet)
+
+    result = final_distil(runner_for, config, dconfig, args.out, train=train_c.sentences, dev=dev_c.sentences,
+                          test=test_c.sentences if test_c else None, unlabelled=unlabelled, seeds=args.seeds,
+                          folds=folds, sources={**base, "unlabelled": args.unlabelled, "recipe": "final-distil"},
+                          callbacks=store_callbacks(args, config), resume=not args.no_resume,
+                          progress=not args.quiet)
+    o = result.student.outcome
+    if args.json:
+        print(json.dumps({"dev": o.dev, "test": o.test, "teacher_test": result.teacher_metrics.get("test"),
+                          "folds": {f.name: f.held_out for f in result.folds}, "model_dir": str(o.best_dir),
+                          "teacher_dir": str(result.teacher_dir), "recipe": result.record,
+                          "minutes": round(result.seconds / 60, 2)}, indent=2))
+        return 0
+    print_runs(result.teachers, final=True)
+    for f in result.folds:
+        for r in f.runs:
+            print(f"{r.model_dir}: fold {f.name}, {r.epochs_run} epochs; {r.seconds / 60:.1f} min")
+        print_scores(f"fold {f.name} teacher on the {len(f.rows)} sentences it never saw", f.held_out)
+    if "test" in result.teacher_metrics:
+        print_scores(f"test (final teacher, {max(len(result.teachers.members), 1)} model(s))",
+                     result.teacher_metrics["test"])
+    print(f"\nstudent: {len(o.history)} epochs, "
+          f"{o.seconds / 60:.1f} min (+ {result.student.targets_seconds:.0f} s for the targets)")
+    if o.test:
+        print_scores("test (student)", o.test)
+    print(f"\nmodel: {o.best_dir} (all stages: {result.seconds / 60:.1f} min)")
+    return 0
 
 
 def kept_only(args: argparse.Namespace, callbacks: list[Any]) -> Any:

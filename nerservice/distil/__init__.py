@@ -5,6 +5,8 @@ you have — labelled corpora and unlabelled text alike — so users get ensembl
     targets.py   the teacher's exact posteriors (node and pairwise marginals), precomputed in NumPy
     student.py   the student tagger: a NerTagger whose training loss is the cross-entropy against them
     run.py       ``distil()``: teacher + corpora -> a normal model folder (through ``training.trainer.train``)
+    folds.py     cross-fitting folds: K contiguous blocks of the labelled text
+    recipe.py    ``nerservice train --final --seeds N --distil``: final ensemble, fold teachers, student in one go
 
 The loss is sequence-level knowledge distillation, exact for linear-chain CRFs (``CRF.cross_entropy``).
 """

@@ -106,6 +106,16 @@ def teacher_from(loaded: Any, *, ref: str, path: str | Path, name: str, version:
     return Teacher(loaded, info)
 
 
+def load_teacher(ref: str) -> Teacher:
+    """A teacher reference (ensemble or model folder, run folder, store reference) resolved, pinned, loaded."""
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.resolve import resolve
+
+    resolved = resolve(ref)
+    return teacher_from(load_model(resolved.path), ref=ref, path=resolved.path, name=resolved.name,
+                        version=resolved.version)
+
+
 def check_tags(tags: TagVocabulary, corpora: dict[str, Sequence[Sentence]]) -> None:
     known = set(tags.tags)
     for name, sentences in corpora.items():
@@ -236,9 +246,11 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
            dev_data: Sequence[Sentence], test_data: Sequence[Sentence] | None = None,
            unlabelled: UnlabelledText | None = None, out_dir: str | Path, sources: dict[str, Any] | None = None,
            callbacks: Sequence[TrainCallback] = (), resume: bool = True, progress: bool = True,
-           keep: Literal["best", "last"] = "best", cross_fit: Sequence[FoldTeacher] = ()) -> DistilOutcome:
+           keep: Literal["best", "last"] = "best", cross_fit: Sequence[FoldTeacher] = (),
+           recipe: dict[str, Any] | None = None) -> DistilOutcome:
     """``cross_fit``: folds of ``train_data`` whose targets come from teachers not trained on them
-    (``FoldTeacher``); the main teacher labels the rest and the unlabelled text."""
+    (``FoldTeacher``); the main teacher labels the rest and the unlabelled text.  ``recipe``: how the student
+    fits a multi-run recipe (``distil/recipe.py``), recorded in its lineage."""
     from nerservice.metrics import evaluate_predictor
     from nerservice.training.trainer import train
 
@@ -256,7 +268,7 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
                              cross_fit=cross_fit)
     outcome = train(config, train_data=[*train_data, *plan.unlabelled], dev_data=dev_data, test_data=test_data,
                     embeddings=config.model.embeddings, out_dir=out_dir, sources=sources, callbacks=callbacks,
-                    resume=resume, progress=progress, keep=keep, distillation=plan)
+                    resume=resume, progress=progress, keep=keep, distillation=plan, recipe=recipe)
     teacher_test = evaluate_predictor(predictor, test_data) if test_data else None
     return DistilOutcome(outcome=outcome, teacher=teacher.info, teacher_test=teacher_test,
                          targets_seconds=plan.record["targets_seconds"])

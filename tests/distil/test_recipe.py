@@ -1,0 +1,146 @@
+"""``nerservice train --final --seeds N --distil`` (``nerservice/distil/recipe.py``): the final ensemble, K
+cross-fitting teachers that never see the block they label, and one student — what is trained, on which
+rows, what is kept and recorded; and the coded errors before anything trains."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import TINY_OVERRIDES
+from nerservice.cli.main import main
+from nerservice.distil.folds import fold_name, held_out_blocks
+from nerservice.distil.recipe import RECIPE_DISTIL, recipe_distil_config
+from nerservice.errors import ConfigError
+
+# One residual layer, as tests/training/test_recipes.py: the demo corpus is learnt in 2-3 epochs either way.
+TINY = [x for k, v in {**TINY_OVERRIDES, "training.epochs": 6, "training.patience": 2, "model.lstm_layers": 1}.items()
+        for x in ("--set", f"{k}={v}")]
+
+
+def _train(demo_corpus: dict[str, Path], out: Path, *extra: str) -> list[str]:
+    return ["train", "--train", str(demo_corpus["train"]), "--dev", str(demo_corpus["dev"]),
+            "--test", str(demo_corpus["test"]), "--out", str(out), "--quiet", *TINY, *extra]
+
+
+def _json_tail(out: str) -> dict:
+    lines = out.splitlines()
+    return json.loads("\n".join(lines[max(i for i, line in enumerate(lines) if line == "{"):]))
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 11, 97])
+@pytest.mark.parametrize("k", [2, 3, 4, 10])
+def test_the_blocks_partition_the_rows_in_order(n: int, k: int) -> None:
+    if n < k:
+        with pytest.raises(ConfigError, match="cannot make"):
+            held_out_blocks(n, k)
+        return
+    blocks = held_out_blocks(n, k)
+    assert [r for b in blocks for r in b] == list(range(n))  # contiguous, in corpus order, each row once
+    assert max(map(len, blocks)) - min(map(len, blocks)) <= 1
+    assert [fold_name(i, k) for i in range(k)][-1] == f"{k}of{k}"
+
+
+@pytest.mark.parametrize("k", [0, 1, 11])
+def test_fold_counts_outside_2_to_10_are_refused(k: int) -> None:
+    with pytest.raises(ConfigError, match="need 2 to 10"):
+        held_out_blocks(100, k)
+
+
+def test_the_recipes_distillation_settings_yield_to_the_users() -> None:
+    assert recipe_distil_config({}).model_dump().items() >= RECIPE_DISTIL.items()
+    mine = recipe_distil_config({"gold_weight": 0.25, "temperature": 2.0})
+    assert (mine.gold_weight, mine.augment, mine.temperature) == (0.25, RECIPE_DISTIL["augment"], 2.0)
+    with pytest.raises(ConfigError, match="unknown distillation setting"):
+        recipe_distil_config({"gold": 1})
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--distil"], "it needs --final"),
+    (["--final", "--folds", "3"], "belong to --distil"),
+    (["--final", "--unlabelled", "u.txt"], "belong to --distil"),
+    (["--final", "--distil", "--folds", "1"], "need 2 to 10"),
+    (["--final", "--distil", "--set", "distil.gold=1"], "unknown distillation setting"),
+    (["--final", "--distil", "--set", "distil.augment=99"], "distil.augment"),
+    (["--final", "--distil", "--set", "model.nope=1"], "model.nope"),
+    (["--final", "--distil", "--unlabelled", "/no/such/file.txt"], "file.txt"),
+    (["--distil", "--set", "distil.gold_weight=0.5"], "it needs --final"),
+    (["--set", "distil.gold_weight=0.5"], "distil.gold_weight"),  # without --distil: an unknown config key
+])
+def test_bad_distil_options_are_coded_errors_before_training(demo_corpus, tmp_path: Path, capsys, extra,
+                                                             message) -> None:
+    assert main(_train(demo_corpus, tmp_path / "o", *extra)) == 2
+    err = capsys.readouterr().err
+    assert message in err and "NER" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_distil_with_a_corpora_config_says_what_to_run_instead(tmp_path: Path, capsys) -> None:
+    corpora = tmp_path / "c.json"
+    corpora.write_text("{}", encoding="utf-8")
+    assert main(["train", "--corpora", str(corpora), "--final", "--distil", "--out", str(tmp_path / "o")]) == 2
+    assert "nerservice distil --corpora" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_final_distil_trains_teachers_that_never_see_their_block_and_one_student(demo_corpus, tmp_path: Path,
+                                                                                 capsys) -> None:
+    from nerservice.artifacts.ensemble_folder import is_ensemble_dir
+    from nerservice.artifacts.formats import load_model, verify_manifest
+    from nerservice.data import read_corpus
+    from nerservice.lineage import corpus_fingerprint
+
+    out = tmp_path / "fd"
+    args = _train(demo_corpus, out, "--final", "--seeds", "2", "--distil", "--json")
+    assert main(args) == 0
+    printed = _json_tail(capsys.readouterr().out)
+    train_s, dev_s = (read_corpus(demo_corpus[k]).sentences for k in ("train", "dev"))
+    labelled = [*train_s, *dev_s]
+    seeds = [TINY_OVERRIDES["training.seed"], TINY_OVERRIDES["training.seed"] + 1]
+    epochs = load_model(out / "phase1" / "model-best").metrics["epoch"]
+
+    # The final recipe as without --distil: phase 1, two members on train + dev, their ensemble.
+    assert is_ensemble_dir(out / "ensemble") and printed["teacher_dir"] == str(out / "ensemble")
+    # Each fold's teachers: phase 1's epoch count on the other block only, scored on theirs.
+    blocks = held_out_blocks(len(labelled), 2)
+    for name, rows in zip(("1of2", "2of2"), blocks):
+        rest, held = [*labelled[:rows.start], *labelled[rows.stop:]], labelled[rows.start:rows.stop]
+        for seed in seeds:
+            m = load_model(out / f"fold-{name}" / f"seed-{seed}" / "model-last")
+            assert m.config.training.seed == seed and m.config.training.epochs == epochs
+            assert m.lineage["corpus_fingerprints"]["train"] == corpus_fingerprint(rest)
+            assert m.lineage["corpus_fingerprints"]["dev"] == corpus_fingerprint(held)
+            assert m.lineage["recipe"]["held_out_rows"] == [rows.start, rows.stop]
+        ens = load_model(out / f"fold-{name}" / "ensemble")
+        assert ens.metrics["held_out"]["micro"]["f1"] == pytest.approx(printed["folds"][name]["micro"]["f1"])
+
+    # The student: one model, phase 1's epochs on train + dev, each labelled row's targets from its fold.
+    student_dir = out / "student" / "model-last"
+    assert printed["model_dir"] == str(student_dir) and not is_ensemble_dir(student_dir)
+    verify_manifest(student_dir)
+    student = load_model(student_dir)
+    assert student.config.training.epochs == epochs and student.config.training.seed == seeds[0]
+    recipe = student.lineage["recipe"]
+    assert recipe["name"] == "final-distil" and recipe["phase2"]["epochs"] == epochs
+    assert [f["held_out_rows"] for f in recipe["folds"]] == [[b.start, b.stop] for b in blocks]
+    distilled = student.lineage["distillation"]
+    assert distilled["teacher"]["path"] == str((out / "ensemble").resolve())
+    assert [(f["teacher"]["path"], f["sentences"]) for f in distilled["cross_fit"]] == [
+        (str((out / f"fold-{n}" / "ensemble").resolve()), len(b)) for n, b in zip(("1of2", "2of2"), blocks)]
+    assert distilled["settings"]["gold_weight"] == 0.5 and distilled["settings"]["augment"] == 1
+    assert distilled["augmented"]["sentences"] > 0 and distilled["labelled"]["sentences"] == len(labelled)
+    assert student.lineage["corpus_fingerprints"]["dev"] == corpus_fingerprint(dev_s)
+    # It learnt the demo corpus, as its teachers did.
+    assert printed["test"]["micro"]["f1"] >= 0.9 and printed["teacher_test"]["micro"]["f1"] >= 0.9
+    assert student.metrics["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])
+
+    # A rerun trains nothing again: every run resumes finished, the student's weights are the same.
+    weights = student.model.get_weights()
+    assert main(args) == 0
+    again = _json_tail(capsys.readouterr().out)
+    assert again["test"] == printed["test"] and again["folds"] == printed["folds"]
+    for a, b in zip(weights, load_model(student_dir).model.get_weights()):
+        np.testing.assert_array_equal(a, b)
