@@ -33,3 +33,20 @@ def tf_signature(ranks: Mapping[str, int]) -> dict[str, tf.TensorSpec]:
     import tensorflow as tf
 
     return {name: tf.TensorSpec((None,) * rank, tf.int32) for name, rank in ranks.items()}
+
+
+def limit_tensorflow_threads(cpus: int) -> bool:
+    """Set TF intra-/inter-op pools to ``cpus`` threads; False if the backend is not TensorFlow or TF was
+    already initialised.  Several training processes on one host (Spark tasks, ``training.run_pool``
+    workers) each size their pools to *all* cores when left alone, and slow each other down.  Must run before
+    TensorFlow executes its first op (afterwards the pools are fixed and this is a no-op)."""
+    if current() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(cpus)
+        tf.config.threading.set_inter_op_parallelism_threads(max(1, min(cpus, 2)))
+    except RuntimeError:  # "cannot be modified after initialization"
+        return False
+    return True

@@ -24,6 +24,12 @@ class NerServiceError(Exception):
             text += f" ({hint})"
         super().__init__(text)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled with its attributes (a worker process's error re-raised in its parent,
+        # ``training/run_pool.py``): the default calls ``cls(*args)``, which subclasses with their own
+        # ``__init__`` (keyword-only fields) cannot take, and would drop the hint and context.
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.hint:
@@ -31,6 +37,13 @@ class NerServiceError(Exception):
         if self.context:
             out["context"] = {k: v for k, v in self.context.items() if _jsonable(v)}
         return out
+
+
+def _rebuild(cls: type[NerServiceError], args: tuple[Any, ...], state: dict[str, Any]) -> NerServiceError:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 def _jsonable(v: Any) -> bool:

@@ -52,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--folds", type=int, metavar="K", help="with --distil: cross-fitting blocks (default 2)")
     p.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE", help="with --distil: unlabelled text "
                    "for the student, one token per line (IOB files' tags ignored; never test text)")
+    p.add_argument("--jobs", type=int, default=1, metavar="J", help="with --seeds N or --distil: train up to J "
+                   "of the independent runs (the seeds, phase 2's models, the fold teachers) at once, each in its "
+                   "own worker process with 1/J of the cores (on a GPU with the JAX backend: J processes share it)")
     p.add_argument("--no-resume", action="store_true", help="start fresh even if OUT/checkpoint exists")
     p.add_argument("--register", metavar="NAME", help="register model-best in the model store under NAME")
     p.add_argument("--promote", metavar="ALIAS", help="with --register: point ALIAS at the new version if its "
@@ -95,6 +98,13 @@ def run(args: argparse.Namespace) -> int:
                           hint="promote it by hand: nerservice models promote")
     if args.seeds < 1:
         raise ConfigError(f"--seeds {args.seeds}: need at least 1")
+    from nerservice.training.run_pool import MAX_JOBS
+
+    if not 1 <= args.jobs <= MAX_JOBS:
+        raise ConfigError(f"--jobs {args.jobs}: need 1 to {MAX_JOBS}")
+    if args.jobs != 1 and (args.corpora or args.data_parallel):
+        raise ConfigError("--jobs runs one corpus's independent trainings in worker processes; not with "
+                          "--corpora or --data-parallel")
     if args.distil:
         return run_distil(args, config)
     if args.folds is not None or args.unlabelled:
@@ -107,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
     if not (args.train and args.dev):
         raise ConfigError("train needs --train and --dev (or --corpora)")
     from nerservice.training.recipes import core_runner, run_recipe
+    from nerservice.training.run_pool import RunSpec, run_specs
 
     train_c, dev_c = read(args.train, args), read(args.dev, args)
     test_c = read(args.test, args) if args.test else None
@@ -121,12 +132,16 @@ def run(args: argparse.Namespace) -> int:
 
         use_data_parallel(args.data_parallel)
     callbacks = store_callbacks(args, config)
-    runner = core_runner(
-        train_c.sentences, dev_c.sentences, test_c.sentences if test_c else None,
-        sources={"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings,
-                 "reading": reading_options(args)},  # how the files became sentences (documents: modes, map)
-        resume=not args.no_resume, progress=not args.quiet, callbacks_for=kept_only(args, callbacks))
-    result = run_recipe(runner, config, args.out, final=args.final, seeds=args.seeds)
+    sources = {"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings,
+               "reading": reading_options(args)}  # how the files became sentences (documents: modes, map)
+    data = (train_c.sentences, dev_c.sentences, test_c.sentences if test_c else None)
+    runner = core_runner(*data, sources=sources, resume=not args.no_resume, progress=not args.quiet,
+                         callbacks_for=kept_only(args, callbacks))
+    # --jobs: the seeds (phase 2's with --final) in worker processes; --register is refused with --seeds > 1
+    run_many = (None if args.jobs == 1 else lambda requests: run_specs(
+        [RunSpec(r, *data, sources) for r in requests], jobs=args.jobs, resume=not args.no_resume,
+        progress=not args.quiet))
+    result = run_recipe(runner, config, args.out, final=args.final, seeds=args.seeds, run_many=run_many)
     promote(args, callbacks)
     splits = {"dev": dev_c.sentences, **({"test": test_c.sentences} if test_c else {})}
     return report_recipe(args, result, splits, print_scores, evaluate=None)
@@ -139,7 +154,7 @@ def run_distil(args: argparse.Namespace, config: Any) -> int:
     from nerservice.distil.folds import held_out_blocks
     from nerservice.distil.recipe import DEFAULT_FOLDS, final_distil, recipe_distil_config
     from nerservice.errors import ConfigError
-    from nerservice.training.recipes import core_runner
+    from nerservice.training.run_pool import run_specs
 
     if not args.final:
         raise ConfigError("--distil distils the final model(s): it needs --final",
@@ -164,11 +179,10 @@ def run_distil(args: argparse.Namespace, config: Any) -> int:
     base = {"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings,
             "reading": reading_options(args)}
 
-    def runner_for(train: Any, dev: Any, test: Any, extra: dict[str, Any]) -> Any:
-        return core_runner(train, dev, test, sources={**base, **extra}, resume=not args.no_resume,
-                           progress=not args.quiet)
+    def runs(specs: Any) -> Any:
+        return run_specs(specs, jobs=args.jobs, resume=not args.no_resume, progress=not args.quiet)
 
-    result = final_distil(runner_for, config, dconfig, args.out, train=train_c.sentences, dev=dev_c.sentences,
+    result = final_distil(runs, config, dconfig, args.out, train=train_c.sentences, dev=dev_c.sentences,
                           test=test_c.sentences if test_c else None, unlabelled=unlabelled, seeds=args.seeds,
                           folds=folds, sources={**base, "unlabelled": args.unlabelled, "recipe": "final-distil"},
                           callbacks=store_callbacks(args, config), resume=not args.no_resume,

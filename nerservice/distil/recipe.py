@@ -22,8 +22,9 @@ same OUT skips finished trainings, rebuilds the ensembles, recomputes the (deter
 the student from its checkpoint.  The student's lineage.json has ``recipe`` (phase 1, phase 2, every fold: its
 rows, teacher and held-out F1) besides ``distillation`` (the teachers and targets).
 
-The runs are a ``training.recipes.Runner`` on the data this module chooses (``RunnerFor``), so the recipe does
-not know how a model is trained; the CLI gives it the in-process trainer.
+The recipe chooses the runs and their data (``training.run_pool.RunSpec``); ``runs`` trains them — one after
+another, or ``--jobs J`` at a time in worker processes (``training.run_pool.run_specs``): after phase 1 the
+N main models and the N x K fold teachers are independent, and go to ``runs`` as one batch.
 """
 from __future__ import annotations
 
@@ -40,14 +41,17 @@ from nerservice.distil.config import DistilConfig
 from nerservice.distil.folds import fold_name, held_out_blocks
 from nerservice.distil.run import DistilOutcome, FoldTeacher, distil, load_teacher
 from nerservice.training.recipes import (
+    ENSEMBLE_DIR,
     RecipeResult,
-    Runner,
     RunRequest,
     RunSummary,
+    final_record,
+    phase1_request,
     phase2_config,
-    run_recipe,
+    phase2_request,
     save_evaluated_ensemble,
 )
+from nerservice.training.run_pool import RunSpec
 from nerservice.training.trainer import TrainCallback
 
 # The student's distillation settings unless --set distil.KEY says otherwise: session 20's BC5CDR recipe
@@ -58,9 +62,8 @@ DEFAULT_FOLDS: Final = 2
 STUDENT_DIR: Final = "student"
 RECIPE_NAME: Final = "final-distil"
 
-# (train, dev, test, extra lineage sources) -> a Runner that trains on ``train`` and evaluates on ``dev`` (and
-# ``test``); RunRequest.train_on_dev adds ``dev`` to the training data.
-RunnerFor = Callable[[Sequence[Sentence], Sequence[Sentence], Sequence[Sentence] | None, dict[str, Any]], Runner]
+# Trains the runs (in any order or at once) and returns their summaries in the order given.
+RunMany = Callable[[Sequence[RunSpec]], list[RunSummary]]
 
 
 @dataclass
@@ -88,44 +91,58 @@ def recipe_distil_config(overrides: dict[str, Any]) -> DistilConfig:
     return DistilConfig().with_overrides({**RECIPE_DISTIL, **overrides})
 
 
-def final_distil(runner_for: RunnerFor, config: NerConfig, distil_config: DistilConfig, out: str | Path, *,
+def final_distil(runs: RunMany, config: NerConfig, distil_config: DistilConfig, out: str | Path, *,
                  train: Sequence[Sentence], dev: Sequence[Sentence], test: Sequence[Sentence] | None,
                  unlabelled: UnlabelledText | None = None, seeds: int, folds: int = DEFAULT_FOLDS,
                  sources: dict[str, Any] | None = None, callbacks: Sequence[TrainCallback] = (),
                  resume: bool = True, progress: bool = True) -> FinalDistilResult:
     """The three stages above; ``callbacks`` (e.g. the model store's) see the student's run only."""
     t0 = time.perf_counter()
-    out = Path(out)
+    out, sources = Path(out), dict(sources or {})
     labelled = [*train, *dev]
     blocks = held_out_blocks(len(labelled), folds)  # refused before anything trains
-    main = run_recipe(runner_for(train, dev, test, {}), config, out, final=True, seeds=seeds)
-    epochs, seed_list = int(main.record["phase2"]["epochs"]), list(main.record["phase2"]["seeds"])
-    teacher_dir, teacher_metrics = _teacher(main.model_dir, main.members, main.runs[-1],
-                                            {"dev": dev, **({"test": test} if test else {})})
-    if progress:
-        print(f"final recipe done: {epochs} epochs, teacher {teacher_dir}", flush=True)
+    seed_list = [config.training.seed + i for i in range(seeds)]
 
-    fold_results = []
+    def home(folder: Path, seed: int) -> Path:
+        return folder if seeds == 1 else folder / f"seed-{seed}"
+
+    # 1. phase 1 alone: its best epoch is every later run's epoch count
+    p1 = runs([RunSpec(phase1_request(config, out), train, dev, test, sources)])[0]
+    final = final_record(p1, seed_list)
+    epochs = int(final["phase2"]["epochs"])
+    specs = [RunSpec(phase2_request(config, home(out, seed), final, seed), train, dev, test, sources)
+             for seed in seed_list]
+    # 2. the fold teachers, in the same batch: E epochs on every block but one, scored on that one
     for i, rows in enumerate(blocks):
         name = fold_name(i, folds)
-        held = labelled[rows.start:rows.stop]
-        run = runner_for([*labelled[:rows.start], *labelled[rows.stop:]], held, None,
-                         {"cross_fit_fold": name, "held_out_rows": [rows.start, rows.stop]})
         recipe = {"name": RECIPE_NAME, "phase": "fold-teacher", "fold": name,
                   "held_out_rows": [rows.start, rows.stop], "epochs": epochs}
-        home = out / f"fold-{name}"
-        runs = [run(RunRequest(phase2_config(config, epochs, seed), home if seeds == 1 else home / f"seed-{seed}",
-                               keep="last", recipe=recipe)) for seed in seed_list]
-        fold_dir, held_out = _teacher(home / "ensemble", [r.model_dir for r in runs] if seeds > 1 else [], runs[-1],
-                                      {"held_out": held})
-        fold_results.append(FoldResult(name, rows, fold_dir, held_out["held_out"], runs))
+        rest, held = [*labelled[:rows.start], *labelled[rows.stop:]], labelled[rows.start:rows.stop]
+        fold_sources = {**sources, "cross_fit_fold": name, "held_out_rows": [rows.start, rows.stop]}
+        specs += [RunSpec(RunRequest(phase2_config(config, epochs, seed), home(out / f"fold-{name}", seed),
+                                     keep="last", recipe=recipe), rest, held, None, fold_sources)
+                  for seed in seed_list]
+    done = runs(specs)
+    main = RecipeResult(model_dir=out / ENSEMBLE_DIR if seeds > 1 else done[seeds - 1].model_dir,
+                        runs=[p1, *done[:seeds]], members=[r.model_dir for r in done[:seeds]] if seeds > 1 else [],
+                        record=final, seconds=p1.seconds + sum(r.seconds for r in done[:seeds]))
+    teacher_dir, teacher_metrics = _teacher(out / ENSEMBLE_DIR, main.members, done[seeds - 1],
+                                            {"dev": dev, **({"test": test} if test else {})})
+    fold_results = []
+    for i, rows in enumerate(blocks):
+        name, fold_runs = fold_name(i, folds), done[seeds * (i + 1):seeds * (i + 2)]
+        fold_dir, held_out = _teacher(out / f"fold-{name}" / ENSEMBLE_DIR,
+                                      [r.model_dir for r in fold_runs] if seeds > 1 else [], fold_runs[-1],
+                                      {"held_out": labelled[rows.start:rows.stop]})
+        fold_results.append(FoldResult(name, rows, fold_dir, held_out["held_out"], fold_runs))
         if progress:
-            print(f"fold {name}: teachers on {len(labelled) - len(held)} sentences, F1 "
-                  f"{held_out['held_out']['micro']['f1']:.4f} on the {len(held)} they never saw", flush=True)
+            print(f"fold {name}: teachers on {len(labelled) - len(rows)} sentences, F1 "
+                  f"{held_out['held_out']['micro']['f1']:.4f} on the {len(rows)} they never saw", flush=True)
 
+    # 3. the student
     record = {
-        "name": RECIPE_NAME, **{k: main.record[k] for k in ("phase1", "phase2")},
-        "teacher": {"path": str(teacher_dir), "members": max(len(main.members), 1)},
+        "name": RECIPE_NAME, "phase1": final["phase1"], "phase2": final["phase2"],
+        "teacher": {"path": str(teacher_dir), "members": seeds},
         "folds": [{"fold": f.name, "held_out_rows": [f.rows.start, f.rows.stop], "teacher": str(f.teacher_dir),
                    "members": len(f.runs), "held_out_f1": float(f.held_out["micro"]["f1"]),
                    "minutes": round(sum(r.seconds for r in f.runs) / 60, 2)} for f in fold_results],

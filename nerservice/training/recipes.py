@@ -89,10 +89,34 @@ def phase2_config(config: NerConfig, epochs: int, seed: int) -> NerConfig:
     return config.with_overrides({"training.epochs": epochs, "training.patience": epochs, "training.seed": seed})
 
 
+def phase1_request(config: NerConfig, out: Path) -> RunRequest:
+    """``--final``'s phase 1: train only, early stopping on dev, in OUT/phase1."""
+    return RunRequest(config, out / PHASE1, recipe={"name": "final", "phase": 1})
+
+
+def final_record(p1: RunSummary, seeds: Sequence[int]) -> dict[str, Any]:
+    """What the final models' lineage records of the recipe: phase 1's run and phase 2's epoch count."""
+    phase1 = {"out_dir": str(p1.model_dir.parent), "seed": seeds[0], "best_epoch": p1.best_epoch,
+              "epochs_run": p1.epochs_run, "stopped_reason": p1.stopped_reason,
+              "dev_f1": float(p1.dev["micro"]["f1"]), "minutes": round(p1.seconds / 60, 2)}
+    return {"name": "final", "phase1": phase1,
+            "phase2": {"epochs": max(p1.best_epoch, 1), "train": "train + dev", "keep": "model-last",
+                       "seeds": list(seeds)}}
+
+
+def phase2_request(config: NerConfig, out_dir: Path, record: dict[str, Any], seed: int) -> RunRequest:
+    return RunRequest(phase2_config(config, int(record["phase2"]["epochs"]), seed), out_dir, train_on_dev=True,
+                      keep="last", recipe={**record, "phase": 2})
+
+
 def run_recipe(run: Runner, config: NerConfig, out: str | Path, *, final: bool = False,
-               seeds: int = 1) -> RecipeResult:
+               seeds: int = 1, run_many: Callable[[list[RunRequest]], list[RunSummary]] | None = None,
+               ) -> RecipeResult:
+    """``run_many``: how the independent runs (the seeds; with ``final``, phase 2's) are run together —
+    default one after another with ``run``; ``training.run_pool`` runs them in worker processes."""
     if seeds < 1:
         raise ConfigError(f"--seeds {seeds}: need at least 1")
+    many = run_many or (lambda requests: [run(r) for r in requests])
     out = Path(out)
     first = config.training.seed
     seed_list = [first + i for i in range(seeds)]
@@ -102,23 +126,14 @@ def run_recipe(run: Runner, config: NerConfig, out: str | Path, *, final: bool =
 
     result = RecipeResult(model_dir=out)
     if not final:
-        for seed in seed_list:
-            cfg = config if seed == first else config.with_overrides({"training.seed": seed})
-            recipe = {"name": "seeds", "seeds": seed_list} if seeds > 1 else None
-            result.runs.append(run(RunRequest(cfg, home(seed), recipe=recipe)))
+        recipe = {"name": "seeds", "seeds": seed_list} if seeds > 1 else None
+        result.runs += many([RunRequest(config if seed == first else config.with_overrides({"training.seed": seed}),
+                                        home(seed), recipe=recipe) for seed in seed_list])
     else:
-        p1 = run(RunRequest(config, out / PHASE1, recipe={"name": "final", "phase": 1}))
+        p1 = run(phase1_request(config, out))
         result.runs.append(p1)
-        epochs = max(p1.best_epoch, 1)
-        phase1 = {"out_dir": str(p1.model_dir.parent), "seed": first, "best_epoch": p1.best_epoch,
-                  "epochs_run": p1.epochs_run, "stopped_reason": p1.stopped_reason,
-                  "dev_f1": float(p1.dev["micro"]["f1"]), "minutes": round(p1.seconds / 60, 2)}
-        result.record = {"name": "final", "phase1": phase1,
-                         "phase2": {"epochs": epochs, "train": "train + dev", "keep": "model-last", "seeds": seed_list}}
-        for seed in seed_list:
-            request = RunRequest(phase2_config(config, epochs, seed), home(seed), train_on_dev=True, keep="last",
-                                 recipe={**result.record, "phase": 2})
-            result.runs.append(run(request))
+        result.record = final_record(p1, seed_list)
+        result.runs += many([phase2_request(config, home(seed), result.record, seed) for seed in seed_list])
     kept = result.runs[-seeds:]
     result.seconds = sum(r.seconds for r in result.runs)
     if seeds == 1:
@@ -133,14 +148,11 @@ def core_runner(train_data: Sequence[Sentence], dev_data: Sequence[Sentence], te
                 *, sources: dict[str, Any], resume: bool, progress: bool,
                 callbacks_for: Callable[[RunRequest], Sequence[TrainCallback]] = lambda _: ()) -> Runner:
     """Runs in this process (``nerservice train``): ``training.trainer.train`` on the given corpora."""
-    from nerservice.training.trainer import train
+    from nerservice.training.run_pool import RunSpec, run_spec
 
     def run(req: RunRequest) -> RunSummary:
-        outcome = train(req.config, train_data=[*train_data, *dev_data] if req.train_on_dev else train_data,
-                        dev_data=dev_data, test_data=test_data, embeddings=req.config.model.embeddings,
-                        out_dir=req.out_dir, sources=sources, callbacks=callbacks_for(req), resume=resume,
-                        progress=progress, keep=req.keep, recipe=req.recipe)
-        return RunSummary.of(outcome)
+        return run_spec(RunSpec(req, train_data, dev_data, test_data, sources), resume=resume, progress=progress,
+                        callbacks=callbacks_for(req))
 
     return run
 

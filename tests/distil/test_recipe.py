@@ -68,6 +68,9 @@ def test_the_recipes_distillation_settings_yield_to_the_users() -> None:
     (["--final", "--distil", "--unlabelled", "/no/such/file.txt"], "file.txt"),
     (["--distil", "--set", "distil.gold_weight=0.5"], "it needs --final"),
     (["--set", "distil.gold_weight=0.5"], "distil.gold_weight"),  # without --distil: an unknown config key
+    (["--final", "--distil", "--jobs", "0"], "--jobs 0"),
+    (["--seeds", "2", "--jobs", "65"], "--jobs 65"),
+    (["--seeds", "2", "--jobs", "2", "--data-parallel", "2"], "not with --corpora or --data-parallel"),
 ])
 def test_bad_distil_options_are_coded_errors_before_training(demo_corpus, tmp_path: Path, capsys, extra,
                                                              message) -> None:
@@ -95,7 +98,7 @@ def test_final_distil_trains_teachers_that_never_see_their_block_and_one_student
 
     out = tmp_path / "fd"
     args = _train(demo_corpus, out, "--final", "--seeds", "2", "--distil", "--json")
-    assert main(args) == 0
+    assert main([*args, "--jobs", "2"]) == 0  # phase 2 and the fold teachers: 6 runs, 2 worker processes
     printed = _json_tail(capsys.readouterr().out)
     train_s, dev_s = (read_corpus(demo_corpus[k]).sentences for k in ("train", "dev"))
     labelled = [*train_s, *dev_s]
@@ -137,10 +140,28 @@ def test_final_distil_trains_teachers_that_never_see_their_block_and_one_student
     assert printed["test"]["micro"]["f1"] >= 0.9 and printed["teacher_test"]["micro"]["f1"] >= 0.9
     assert student.metrics["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])
 
-    # A rerun trains nothing again: every run resumes finished, the student's weights are the same.
+    # A rerun (in this process: no --jobs) trains nothing again: every run resumes finished, and the ensembles,
+    # targets and student are the same.
     weights = student.model.get_weights()
     assert main(args) == 0
     again = _json_tail(capsys.readouterr().out)
     assert again["test"] == printed["test"] and again["folds"] == printed["folds"]
     for a, b in zip(weights, load_model(student_dir).model.get_weights()):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.slow
+def test_a_worker_processs_error_reaches_the_caller_with_its_code(demo_corpus, tmp_path: Path) -> None:
+    from nerservice.config import NerConfig
+    from nerservice.data import read_corpus
+    from nerservice.errors import EmbeddingsError
+    from nerservice.training.recipes import RunRequest
+    from nerservice.training.run_pool import RunSpec, run_specs
+
+    train_s = read_corpus(demo_corpus["train"]).sentences
+    config = NerConfig().with_overrides({**TINY_OVERRIDES, "model.embeddings": [str(tmp_path / "missing.vec")]})
+    specs = [RunSpec(RunRequest(config, tmp_path / f"r{i}"), train_s, train_s[:10], None, {}) for i in range(2)]
+    with pytest.raises(EmbeddingsError) as caught:  # raised in a spawned worker, pickled back with its fields
+        run_specs(specs, jobs=2, resume=False, progress=False)
+    assert "missing.vec" in str(caught.value) and caught.value.to_dict()["code"] == EmbeddingsError.code
+    assert not any((tmp_path / f"r{i}" / "model-last").exists() for i in range(2))
