@@ -30,6 +30,14 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def manifest_fingerprint(path: Path) -> str:
+    """sha256 of a model folder's manifest: its version when it is named by folder, not by the store."""
+    try:
+        return hashlib.sha256((path / MANIFEST).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise ModelLoadError(f"{path}: cannot read {MANIFEST} ({exc.strerror})", path=str(path)) from None
+
+
 def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True), encoding="utf-8")
 

@@ -13,12 +13,12 @@ only module on this floor that reaches up to it.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from nerservice.artifacts.layout import BEST, MANIFEST, RUN_MODELS
+from nerservice.artifacts.files import manifest_fingerprint
+from nerservice.artifacts.layout import BEST, RUN_MODELS
 from nerservice.errors import InvalidModelRefError, ModelLoadError
 
 FOLDER_HINT = "pass a folder written by `nerservice train --out` or a store reference like name@production"
@@ -54,13 +54,6 @@ def _exists(path: Path) -> bool:
 def run_model_dir(folder: Path) -> Path:
     """A training run folder's deployable model (``model-best``), or the folder itself."""
     return folder / BEST if _is_dir(folder / BEST) else folder
-
-
-def manifest_fingerprint(path: Path) -> str:
-    try:
-        return hashlib.sha256((path / MANIFEST).read_bytes()).hexdigest()
-    except OSError as exc:
-        raise ModelLoadError(f"{path}: cannot read {MANIFEST} ({exc.strerror})", path=str(path)) from None
 
 
 def resolve(ref: str) -> Resolved:

@@ -65,7 +65,6 @@ def run(args: argparse.Namespace) -> int:
     from nerservice.config import NerConfig
     from nerservice.data.unlabelled import read_unlabelled
     from nerservice.distil.config import DistilConfig, split_overrides
-    from nerservice.distil.run import load_teacher
     from nerservice.embeddings import resolve_sources
     from nerservice.errors import ConfigError
 
@@ -177,7 +176,7 @@ def fold_teachers(items: list[str], train_files: list[str], sentences: Any) -> l
     (every sentence records the file it came from)."""
     from pathlib import Path
 
-    from nerservice.distil.run import FoldTeacher, load_teacher
+    from nerservice.distil.run import FoldTeacher
     from nerservice.errors import ConfigError
 
     folds = []
@@ -193,3 +192,14 @@ def fold_teachers(items: list[str], train_files: list[str], sentences: Any) -> l
         rows = [i for i, s in enumerate(sentences) if s.file is not None and Path(s.file).resolve() == path]
         folds.append(FoldTeacher(load_teacher(ref), rows))
     return folds
+
+
+def load_teacher(ref: str) -> Teacher:
+    """A teacher reference (ensemble or model folder, run folder, store reference) resolved, pinned, loaded."""
+    from nerservice.artifacts.formats import load_model
+    from nerservice.artifacts.resolve import resolve
+    from nerservice.distil.run import teacher_from
+
+    resolved = resolve(ref)
+    return teacher_from(load_model(resolved.path), ref=ref, path=resolved.path, name=resolved.name,
+                        version=resolved.version)

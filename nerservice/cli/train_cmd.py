@@ -116,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
         return run_multi(args, config)
     if not (args.train and args.dev):
         raise ConfigError("train needs --train and --dev (or --corpora)")
-    from nerservice.training.recipes import core_runner, run_recipe
-    from nerservice.training.run_pool import RunSpec, run_specs
+    from nerservice.training.recipes import run_recipe
+    from nerservice.training.run_pool import RunSpec, core_runner, run_specs
 
     train_c, dev_c = read(args.train, args), read(args.dev, args)
     test_c = read(args.test, args) if args.test else None

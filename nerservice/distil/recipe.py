@@ -39,7 +39,7 @@ from nerservice.data import Sentence
 from nerservice.data.unlabelled import UnlabelledText
 from nerservice.distil.config import DistilConfig
 from nerservice.distil.folds import fold_name, held_out_blocks
-from nerservice.distil.run import DistilOutcome, FoldTeacher, distil, load_teacher
+from nerservice.distil.run import DistilOutcome, FoldTeacher, distil, folder_teacher
 from nerservice.training.recipes import (
     ENSEMBLE_DIR,
     RecipeResult,
@@ -148,11 +148,11 @@ def final_distil(runs: RunMany, config: NerConfig, distil_config: DistilConfig, 
                    "minutes": round(sum(r.seconds for r in f.runs) / 60, 2)} for f in fold_results],
         "student": {"epochs": epochs, "seed": seed_list[0], "train": "train + dev", "keep": "model-last"},
     }
-    student = distil(phase2_config(config, epochs, seed_list[0]), distil_config, teacher=load_teacher(str(teacher_dir)),
+    student = distil(phase2_config(config, epochs, seed_list[0]), distil_config, teacher=folder_teacher(teacher_dir),
                      train_data=labelled, dev_data=dev, test_data=test, unlabelled=unlabelled,
                      out_dir=out / STUDENT_DIR, sources=sources, callbacks=callbacks, resume=resume,
                      progress=progress, keep="last", recipe=record,
-                     cross_fit=[FoldTeacher(load_teacher(str(f.teacher_dir)), f.rows) for f in fold_results])
+                     cross_fit=[FoldTeacher(folder_teacher(f.teacher_dir), f.rows) for f in fold_results])
     return FinalDistilResult(teachers=main, teacher_dir=teacher_dir, teacher_metrics=teacher_metrics,
                              folds=fold_results, student=student, record=record, seconds=time.perf_counter() - t0)
 

@@ -106,14 +106,17 @@ def teacher_from(loaded: Any, *, ref: str, path: str | Path, name: str, version:
     return Teacher(loaded, info)
 
 
-def load_teacher(ref: str) -> Teacher:
-    """A teacher reference (ensemble or model folder, run folder, store reference) resolved, pinned, loaded."""
+def folder_teacher(path: str | Path) -> Teacher:
+    """A model or ensemble folder (the final-distil recipe's own teachers), named and versioned as
+    ``artifacts.resolve`` names a folder; other references go through the shell (``cli/distil_cmd``)."""
+    from nerservice.artifacts.files import manifest_fingerprint
     from nerservice.artifacts.formats import load_model
-    from nerservice.artifacts.resolve import resolve
+    from nerservice.artifacts.layout import RUN_MODELS
 
-    resolved = resolve(ref)
-    return teacher_from(load_model(resolved.path), ref=ref, path=resolved.path, name=resolved.name,
-                        version=resolved.version)
+    path = Path(path)
+    name = path.parent.name if path.name in RUN_MODELS else path.name
+    return teacher_from(load_model(path), ref=str(path), path=path, name=name,
+                        version=manifest_fingerprint(path)[:12])
 
 
 def check_tags(tags: TagVocabulary, corpora: dict[str, Sequence[Sentence]]) -> None:

@@ -193,7 +193,7 @@ def train_multi(
 def multi_runner(corpora_config: CorporaConfig, corpora: Sequence[CorpusSplits], *, sources: dict[str, Any],
                  resume: bool, progress: bool,
                  callbacks_for: Callable[[RunRequest], Sequence[TrainCallback]] = lambda _: ()) -> Runner:
-    """``training.recipes.core_runner`` for a multi-corpus model: each run of a recipe (``--final``) in
+    """``training.run_pool.core_runner`` for a multi-corpus model: each run of a recipe (``--final``) in
     this process; phase 2 trains every corpus on its train + dev."""
     from nerservice.training.recipes import RunSummary
 

@@ -28,14 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from nerservice.config import NerConfig
-from nerservice.data import Sentence
 from nerservice.errors import ConfigError
-
-if TYPE_CHECKING:
-    from nerservice.training.trainer import TrainCallback
 
 PHASE1 = "phase1"
 ENSEMBLE_DIR = "ensemble"
@@ -142,19 +138,6 @@ def run_recipe(run: Runner, config: NerConfig, out: str | Path, *, final: bool =
         result.members = [r.model_dir for r in kept]
         result.model_dir = out / ENSEMBLE_DIR
     return result
-
-
-def core_runner(train_data: Sequence[Sentence], dev_data: Sequence[Sentence], test_data: Sequence[Sentence] | None,
-                *, sources: dict[str, Any], resume: bool, progress: bool,
-                callbacks_for: Callable[[RunRequest], Sequence[TrainCallback]] = lambda _: ()) -> Runner:
-    """Runs in this process (``nerservice train``): ``training.trainer.train`` on the given corpora."""
-    from nerservice.training.run_pool import RunSpec, run_spec
-
-    def run(req: RunRequest) -> RunSummary:
-        return run_spec(RunSpec(req, train_data, dev_data, test_data, sources), resume=resume, progress=progress,
-                        callbacks=callbacks_for(req))
-
-    return run
 
 
 def save_evaluated_ensemble(out: str | Path, members: Sequence[str | Path], corpora: Mapping[str, Any],

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nerservice.data import Sentence
-from nerservice.training.recipes import RunRequest, RunSummary
+from nerservice.training.recipes import Runner, RunRequest, RunSummary
 
 if TYPE_CHECKING:
     from nerservice.training.trainer import TrainCallback
@@ -53,6 +53,18 @@ def run_spec(spec: RunSpec, *, resume: bool, progress: bool,
                     out_dir=req.out_dir, sources=spec.sources, callbacks=callbacks, resume=resume,
                     progress=progress, keep=req.keep, recipe=req.recipe)
     return RunSummary.of(outcome)
+
+
+def core_runner(train_data: Sequence[Sentence], dev_data: Sequence[Sentence], test_data: Sequence[Sentence] | None,
+                *, sources: dict[str, Any], resume: bool, progress: bool,
+                callbacks_for: Callable[[RunRequest], Sequence[TrainCallback]] = lambda _: ()) -> Runner:
+    """The ``Runner`` of ``nerservice train``: each run in this process, on the given corpora."""
+
+    def run(req: RunRequest) -> RunSummary:
+        return run_spec(RunSpec(req, train_data, dev_data, test_data, sources), resume=resume, progress=progress,
+                        callbacks=callbacks_for(req))
+
+    return run
 
 
 def available_cores() -> int:
