@@ -146,6 +146,13 @@
 #   BE: (not run yet) BC at AW's 20 epochs with EPOCHS (20) and AUGMENT (1) from the environment, on BB's teachers:
 #      run it twice on the warm machine — the first call's --deadline-s stops the students after ~15 epochs, the
 #      second resumes them from their checkpoints (`distil_gpu.py --resume`) to the last epoch
+# Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
+#   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
+#      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
+#      train + devel + variants + the 0.96M unlabelled tokens of the other corpora — session 20's BC recipe as a
+#      user runs it. It takes more than one call: repeat BF on the warm machine (within its 30-s idle release)
+#      until $R/final-distil-$SEED.json is not empty; each call resumes every run from its checkpoint. The
+#      command runs in its own session (setsid) and the call's end kills the whole group, workers included.
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -487,6 +494,15 @@ BB)
     --cross-fit --teacher-jobs 9 --teacher-set training.epochs=24 --teacher-set training.max_minutes=7.5 \
     --teachers-only --no-teacher-eval --out /tmp/cf20 --json-out $R/distil-bc5cdr-teachers.json \
     > $R/distil-bc5cdr-teachers.log 2>&1 ;;
+BF)
+  S=${SEED:-42}; U=""
+  for c in NCBI-disease BC2GM linnaeus; do U="$U $D/$c/train.tsv $D/$c/devel.tsv"; done
+  setsid python3 -m nerservice.cli.main train --train $D/BC5CDR/train.tsv --dev $D/BC5CDR/devel.tsv \
+    --test $D/BC5CDR/test.tsv $V --final --seeds 3 --distil --jobs 9 --unlabelled $U --set training.seed=$S \
+    --set training.bucket_size=32 --quiet --json --out /tmp/fd-$S > $R/final-distil-$S.json 2> $R/final-distil-$S.log &
+  P=$!
+  ( sleep $((575 - SECONDS)); kill -TERM -- -$P 2> /dev/null ) & K=$!
+  wait $P; kill $K 2> /dev/null ;;
 BC|BD|BE)
   T=""; F=""; G=""
   for s in 42 1 2; do T="$T /tmp/cf20/teacher-$s/model-last"; F="$F,/tmp/cf20/teacher-train-$s/model-last"
