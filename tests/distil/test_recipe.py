@@ -165,3 +165,23 @@ def test_a_worker_processs_error_reaches_the_caller_with_its_code(demo_corpus, t
         run_specs(specs, jobs=2, resume=False, progress=False)
     assert "missing.vec" in str(caught.value) and caught.value.to_dict()["code"] == EmbeddingsError.code
     assert not any((tmp_path / f"r{i}" / "model-last").exists() for i in range(2))
+
+
+@pytest.mark.slow
+def test_one_seed_distils_the_final_model_with_one_model_per_fold(demo_corpus, tmp_path: Path, capsys) -> None:
+    from nerservice.artifacts.formats import load_model
+
+    out = tmp_path / "fd1"
+    assert main(_train(demo_corpus, out, "--final", "--distil", "--folds", "3", "--json")) == 0
+    printed = _json_tail(capsys.readouterr().out)
+    assert printed["teacher_dir"] == str(out / "model-last")  # the final model itself, no ensemble
+    assert not (out / "ensemble").exists()
+    student = load_model(out / "student" / "model-last")
+    cross_fit = student.lineage["distillation"]["cross_fit"]
+    assert [f["teacher"]["path"] for f in cross_fit] == [
+        str((out / f"fold-{i}of3" / "model-last").resolve()) for i in (1, 2, 3)]
+    for i, fold in enumerate(student.lineage["recipe"]["folds"], start=1):
+        teacher = load_model(out / f"fold-{i}of3" / "model-last")  # its dev: the block it never trained on
+        assert fold["members"] == 1
+        assert fold["held_out_f1"] == pytest.approx(teacher.metrics["dev"]["micro"]["f1"])
+        assert fold["held_out_f1"] == pytest.approx(printed["folds"][f"{i}of3"]["micro"]["f1"])
