@@ -90,7 +90,8 @@ def test_seeds_make_an_ensemble_folder(demo_corpus, tmp_path: Path, capsys) -> N
     from nerservice.artifacts.formats import load_model
 
     out = tmp_path / "seeds"
-    assert main(_train(demo_corpus, out, "--seeds", "2", "--set", "training.epochs=3", "--json")) == 0
+    # --jobs 2: the two seeds in two worker processes (training/run_pool.py)
+    assert main(_train(demo_corpus, out, "--seeds", "2", "--set", "training.epochs=3", "--json", "--jobs", "2")) == 0
     printed = _json_tail(capsys.readouterr().out)
     seed = TINY_OVERRIDES["training.seed"]
     members = [out / f"seed-{s}" / "model-best" for s in (seed, seed + 1)]
