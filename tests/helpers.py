@@ -261,3 +261,11 @@ def agreement_with_teacher(student: Any, teacher: Any, untrained: Any, held: lis
     flat = np.concatenate([np.array(t) for t in want])
     majority = float(np.unique(flat, return_counts=True)[1].max() / flat.size)
     return agreement(student.predict_tags(held)), majority, agreement(untrained.predict_tags(held))
+
+
+def json_tail(out: str) -> dict:
+    """A CLI's ``--json`` output after its summary lines: the last line that is ``{`` starts the object."""
+    import json
+
+    lines = out.splitlines()
+    return json.loads("\n".join(lines[max(i for i, line in enumerate(lines) if line == "{"):]))

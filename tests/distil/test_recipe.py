@@ -3,13 +3,12 @@ cross-fitting teachers that never see the block they label, and one student — 
 rows, what is kept and recorded; and the coded errors before anything trains."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from helpers import TINY_OVERRIDES
+from helpers import TINY_OVERRIDES, json_tail
 from nerservice.cli.main import main
 from nerservice.distil.folds import fold_name, held_out_blocks
 from nerservice.distil.recipe import RECIPE_DISTIL, recipe_distil_config
@@ -24,10 +23,6 @@ def _train(demo_corpus: dict[str, Path], out: Path, *extra: str) -> list[str]:
     return ["train", "--train", str(demo_corpus["train"]), "--dev", str(demo_corpus["dev"]),
             "--test", str(demo_corpus["test"]), "--out", str(out), "--quiet", *TINY, *extra]
 
-
-def _json_tail(out: str) -> dict:
-    lines = out.splitlines()
-    return json.loads("\n".join(lines[max(i for i, line in enumerate(lines) if line == "{"):]))
 
 
 @pytest.mark.parametrize("n", [2, 3, 10, 11, 97])
@@ -99,7 +94,7 @@ def test_final_distil_trains_teachers_that_never_see_their_block_and_one_student
     out = tmp_path / "fd"
     args = _train(demo_corpus, out, "--final", "--seeds", "2", "--distil", "--json")
     assert main([*args, "--jobs", "2"]) == 0  # phase 2 and the fold teachers: 6 runs, 2 worker processes
-    printed = _json_tail(capsys.readouterr().out)
+    printed = json_tail(capsys.readouterr().out)
     train_s, dev_s = (read_corpus(demo_corpus[k]).sentences for k in ("train", "dev"))
     labelled = [*train_s, *dev_s]
     seeds = [TINY_OVERRIDES["training.seed"], TINY_OVERRIDES["training.seed"] + 1]
@@ -144,7 +139,7 @@ def test_final_distil_trains_teachers_that_never_see_their_block_and_one_student
     # targets and student are the same.
     weights = student.model.get_weights()
     assert main(args) == 0
-    again = _json_tail(capsys.readouterr().out)
+    again = json_tail(capsys.readouterr().out)
     assert again["test"] == printed["test"] and again["folds"] == printed["folds"]
     for a, b in zip(weights, load_model(student_dir).model.get_weights()):
         np.testing.assert_array_equal(a, b)
@@ -173,7 +168,7 @@ def test_one_seed_distils_the_final_model_with_one_model_per_fold(demo_corpus, t
 
     out = tmp_path / "fd1"
     assert main(_train(demo_corpus, out, "--final", "--distil", "--folds", "3", "--json")) == 0
-    printed = _json_tail(capsys.readouterr().out)
+    printed = json_tail(capsys.readouterr().out)
     assert printed["teacher_dir"] == str(out / "model-last")  # the final model itself, no ensemble
     assert not (out / "ensemble").exists()
     student = load_model(out / "student" / "model-last")
