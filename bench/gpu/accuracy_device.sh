@@ -143,9 +143,9 @@
 #      with the gold path of its construction; 16 epochs (not AW's 20: the variants add 20 % tokens per epoch and
 #      20 epochs would not fit one call)
 #   BD: the control: BC without the variants (AW's recipe at 16 epochs), same teachers, same seeds
-#   BE: (not run yet) BC at AW's 20 epochs with EPOCHS (20) and AUGMENT (1) from the environment, on BB's teachers:
-#      run it twice on the warm machine — the first call's --deadline-s stops the students after ~15 epochs, the
-#      second resumes them from their checkpoints (`distil_gpu.py --resume`) to the last epoch
+#   BE: BC at AW's 20 epochs with EPOCHS (20) and AUGMENT (1) from the environment, on BB's teachers (ran in
+#      session 24 right after BB: alone on the GPU the three students finished 20 epochs in one call, ~9 min; had
+#      --deadline-s stopped them, a second call on the warm machine resumes them from their checkpoints)
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
