@@ -319,6 +319,9 @@ def main() -> None:
         result["students"].append(progress)
 
         class EpochLog:  # the student's curve in the JSON as it trains: a run cut off still shows it
+            def on_start(self, config: Any) -> None:
+                return None
+
             def on_epoch(self, record: dict[str, Any], is_best: bool) -> None:
                 progress["epochs"].append({k: record.get(k) for k in ("epoch", "dev_f1", "loss", "train_seconds",
                                                                      "train_tokens_per_s")})

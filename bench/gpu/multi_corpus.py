@@ -77,6 +77,9 @@ class Partial:
     def __init__(self, args: argparse.Namespace, kind: str) -> None:
         self.args, self.kind, self.history = args, kind, []
 
+    def on_start(self, config: object) -> None:
+        return None
+
     def on_epoch(self, record: dict, is_best: bool) -> None:
         self.history.append({"epoch": record["epoch"], "dev_f1": record["dev_f1"], "best": is_best,
                              "per_corpus": record.get("dev_f1_per_corpus"),

@@ -90,6 +90,9 @@ def measure_ceiling(config, tr, dv, te, n_train_tokens, args):  # noqa: ANN001, 
 class EpochLog:
     """One JSON line per epoch on stdout: a run killed at a device call's limit still shows its dev curve."""
 
+    def on_start(self, config: object) -> None:
+        return None
+
     def on_epoch(self, record: dict, is_best: bool) -> None:
         keys = ("epoch", "dev_f1", "loss", "train_seconds", "eval_seconds", "train_tokens_per_s")
         print(json.dumps({"epoch_log": {k: record.get(k) for k in keys}, "best": is_best}), flush=True)

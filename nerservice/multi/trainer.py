@@ -157,6 +157,9 @@ def train_multi(
     if state is not None:
         step.reload_from_model()
         print(f"resuming from {out / CHECKPOINT} after epoch {state.epoch}", flush=True)
+    if chief:
+        for cb in callbacks:
+            cb.on_start(config)
     loop = EpochLoop(step, vocabs, config, train_all, evaluate=lambda: evaluate_heads(predictor, dev_sets),
                      state=state, progress=progress and chief, rank=rank, world=world, plan_fn=plan_fn,
                      on_checkpoint=lambda: checkpointer.save_checkpoint(model, step.optimizer, loop.state),

@@ -66,6 +66,11 @@ class StoreCallback:
             runs.log_metrics(self.store.client, self._run(), runs.epoch_metrics(record), step=int(record["epoch"]))
         self._logged.add(int(record["epoch"]))
 
+    def on_start(self, config: NerConfig) -> None:
+        # The run's params and config hash are this run's (a recipe's phase 2 or student trains another
+        # config than the command's); the run itself starts lazily, at the first epoch's metrics.
+        self.config = config
+
     def on_epoch(self, record: dict[str, Any], is_best: bool) -> None:
         try:
             self._log_epoch(record)

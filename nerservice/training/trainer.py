@@ -24,6 +24,10 @@ from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary, Vocabularie
 
 
 class TrainCallback(Protocol):
+    def on_start(self, config: NerConfig) -> None:
+        """The run's own config, before its first epoch: a recipe's runs (phase 2's epoch count, a distillation
+        student) differ from the config the command was given, and what a callback records must be the run's."""
+
     def on_epoch(self, record: dict[str, Any], is_best: bool) -> None: ...
 
     def on_end(self, outcome: "TrainOutcome") -> None: ...
@@ -268,6 +272,9 @@ def train(
             return sharded_evaluator(predictor, dev_data, rank=rank, world=world, all_sum=all_sum, labels=tag_set)
         return evaluate_predictor(predictor, dev_data)
 
+    if chief:
+        for cb in callbacks:
+            cb.on_start(config)
     loop = EpochLoop(step, vocabs, config, train_data, evaluate=evaluate,
                      state=state, progress=progress and chief, rank=rank, world=world,
                      on_checkpoint=lambda: checkpointer.save_checkpoint(model, step.optimizer, loop.state),

@@ -38,6 +38,20 @@ def test_callback_logs_the_run_and_registers(store, model_name, tiny_training):
     assert run.data.tags["nerservice.stopped_reason"] == tiny_training.stopped_reason
 
 
+def test_callback_records_the_config_the_run_starts_with(store, model_name, tiny_training):
+    """A recipe's run (phase 2, a student) trains another config than the command's: the run's own is logged."""
+    from helpers import tiny_config
+    from nerservice.store import StoreCallback
+
+    given = tiny_config()
+    run_config = given.with_overrides({"training.epochs": 13, "training.patience": 13})
+    cb = StoreCallback(store, name=model_name, config=given)
+    cb.on_start(run_config)
+    _replay(cb, tiny_training)
+    run = store.client.get_run(cb.run_id)
+    assert (run.data.params["training.epochs"], run.data.params["training.patience"]) == ("13", "13")
+
+
 def test_callback_without_a_name_only_tracks(store, tiny_training):
     from helpers import tiny_config
     from nerservice.store import StoreCallback

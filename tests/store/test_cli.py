@@ -125,3 +125,24 @@ def test_train_registers_and_promotes(store_env, model_name, demo_corpus, tmp_pa
     assert run.data.tags["mlflow.source.git.commit"] == lineage["git_sha"]
     top = {Path(f.path).name for f in client.list_artifacts(info["run_id"])}
     assert {"history.png", "history.json", "metrics.json", "model"} <= top
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("store_env", ["embedded"], indirect=True)  # the callback path, not the store kind
+def test_final_recipe_registers_with_phase2s_config(cli_env, model_name, demo_corpus, tmp_path, capsys):
+    from helpers import TINY_OVERRIDES
+    from nerservice.artifacts.model_folder import load_model_folder
+
+    tiny = {**TINY_OVERRIDES, "training.epochs": 6, "training.patience": 2, "model.lstm_layers": 1}
+    out = tmp_path / "final"
+    code, _, err = _run(capsys, "train", "--train", str(demo_corpus["train"]), "--dev", str(demo_corpus["dev"]),
+                        "--test", str(demo_corpus["test"]), "--out", str(out), "--quiet", "--final",
+                        "--register", model_name, *[a for k, v in tiny.items() for a in ("--set", f"{k}={v}")])
+    assert code == 0, err
+    final = load_model_folder(out / "model-last")
+    epochs = final.config.training.epochs  # phase 1's best epoch, not the command's 6
+    store = cli_env.store(tmp_path / "check-cache")
+    info = store.describe(f"{model_name}@latest")
+    run = store.client.get_run(info["run_id"])
+    assert run.data.params["training.epochs"] == run.data.params["training.patience"] == str(epochs)
+    assert run.data.tags["nerservice.lineage.config_hash"] == final.lineage["config_hash"]
