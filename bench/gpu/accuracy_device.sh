@@ -146,6 +146,15 @@
 #   BE: BC at AW's 20 epochs with EPOCHS (20) and AUGMENT (1) from the environment, on BB's teachers (ran in
 #      session 24 right after BB: alone on the GPU the three students finished 20 epochs in one call, ~9 min; had
 #      --deadline-s stopped them, a second call on the warm machine resumes them from their checkpoints)
+# Session 25 (issue 14: NCBI-disease's final one-model target, 87.0): BB + BE, the recipe that met BC5CDR's, moved
+#   to NCBI-disease unchanged but for the folds — NCBI-disease's devel is a seventh of train + devel, so the
+#   corpus's own halves would give one fold 0.9k sentences to learn from: two contiguous blocks (`--kfold 2`, the
+#   product's `--distil` folds) instead. Two calls on one warm machine (the second within the 30-s idle release):
+#   NB: 3 teachers on NCBI-disease train + devel and 6 fold teachers (3 per block, each on the other block), nine
+#      side by side, 24 epochs, model-last (folders in /tmp/ncf on the device)
+#   NE: three students (seeds 42/1/2), BE's settings (20 epochs, gold weight 0.5, one variant per sentence, model-
+#      last) with the train + devel text of BC5CDR, BC2GM and linnaeus (1.08M tokens; none of it is an NCBI-disease
+#      test sentence — checked) labelled by NB's main teacher; a second NE call resumes students --deadline-s cut
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
@@ -494,6 +503,27 @@ BB)
     --cross-fit --teacher-jobs 9 --teacher-set training.epochs=24 --teacher-set training.max_minutes=7.5 \
     --teachers-only --no-teacher-eval --out /tmp/cf20 --json-out $R/distil-bc5cdr-teachers.json \
     > $R/distil-bc5cdr-teachers.log 2>&1 ;;
+NB)
+  timeout 570 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus NCBI-disease \
+    --train-teachers 3 --cross-fit --kfold 2 --teacher-jobs 9 --teacher-set training.epochs=24 \
+    --teacher-set training.max_minutes=7.5 --teachers-only --no-teacher-eval --out /tmp/ncf \
+    --json-out $R/distil-ncbi-teachers.json > $R/distil-ncbi-teachers.log 2>&1 ;;
+NE)
+  T=""; F=""; G=""
+  for s in 42 1 2; do T="$T /tmp/ncf/teacher-$s/model-last"; F="$F,/tmp/ncf/teacher-1of2-$s/model-last"
+    G="$G,/tmp/ncf/teacher-2of2-$s/model-last"; done
+  ls $T ${F//,/ } ${G//,/ } > /dev/null || exit 1
+  TAG=NE-$(date +%H%M)
+  for s in 42 1 2; do
+    timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus NCBI-disease \
+      --unlabelled-corpora BC5CDR BC2GM linnaeus --teachers $T --kfold 2 --fold-teachers 1of2=${F#,} \
+      --fold-teachers 2of2=${G#,} --no-teacher-eval --set training.bucket_size=32 --set distil.augment=1 \
+      --set training.epochs=20 --resume --set training.seed=$s --gold-weights 0.5 --deadline-s 575 --margin-s 120 \
+      --out /tmp/distil-NE-s$s --json-out $R/distil-ncbi-student-$TAG-$s.json \
+      > $R/distil-ncbi-student-$TAG-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done
+  wait $pids ;;
 BF)
   S=${SEED:-42}; U=""
   for c in NCBI-disease BC2GM linnaeus; do U="$U $D/$c/train.tsv $D/$c/devel.tsv"; done
