@@ -155,6 +155,9 @@
 #   NE: three students (seeds 42/1/2), BE's settings (20 epochs, gold weight 0.5, one variant per sentence, model-
 #      last) with the train + devel text of BC5CDR, BC2GM and linnaeus (1.08M tokens; none of it is an NCBI-disease
 #      test sentence — checked) labelled by NB's main teacher; a second NE call resumes students --deadline-s cut
+#   BG: what `--jobs` buys on one GPU: `nerservice train --seeds 3 --jobs J` (NCBI-disease, 10 epochs, the defaults)
+#      with J = 3 (three JAX worker processes sharing the GPU), then J = 1 (one after another), each with its own
+#      empty JAX compilation cache so that neither reuses the other's compiles; wall time of each command
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
@@ -524,6 +527,15 @@ NE)
     pids="${pids:-} $!"
   done
   wait $pids ;;
+BG)
+  for J in 3 1; do
+    t0=$EPOCHREALTIME
+    JAX_COMPILATION_CACHE_DIR=/tmp/jaxcache-bg$J python3 -m nerservice.cli.main train \
+      --train $D/NCBI-disease/train.tsv --dev $D/NCBI-disease/devel.tsv --test $D/NCBI-disease/test.tsv $V \
+      --seeds 3 --jobs $J --set training.epochs=10 --quiet --json --out /tmp/bg-j$J > $R/jobs-$J.json 2> $R/jobs-$J.log
+    echo "{\"jobs\": $J, \"rc\": $?, \"wall_s\": $(python3 -c "print(round($EPOCHREALTIME - $t0, 1))")}" > $R/jobs-$J-wall.json
+    cat $R/jobs-$J-wall.json
+  done ;;
 BF)
   S=${SEED:-42}; U=""
   for c in NCBI-disease BC2GM linnaeus; do U="$U $D/$c/train.tsv $D/$c/devel.tsv"; done
