@@ -7,7 +7,8 @@ to --out (shared storage), and with --register logs to the model store and regis
 A retried stage resumes from the last checkpoint. Prints the summary JSON (also --out/summary.json).
 A --data folder written by ``preprocess.py --corpora`` (it holds corpora.json) trains one multi-corpus model,
 one CRF head per corpus, in the same barrier stage. --final and --seeds N run the recipes of
-``nerservice train`` (``training/recipes.py``), one barrier stage per run.
+``nerservice train`` (``training/recipes.py``), one barrier stage per run; --final --distil adds the
+cross-fitting teachers and one distilled student (``nerservice/distributed/distil_job.py``), each a barrier stage.
 """
 from __future__ import annotations
 
@@ -39,6 +40,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, default=1, metavar="N", help="as `nerservice train --seeds`: N models "
                    "(seeds S..S+N-1, S = training.seed; with --final phase 1 runs once), one barrier stage each, "
                    "into --out/seed-S, then --out/ensemble, evaluated on dev and test by the driver")
+    p.add_argument("--distil", action="store_true", help="with --final (as `nerservice train --final --distil`): "
+                   "also cross-fit and distil the final model(s) into one student, --out/student (registered with "
+                   "--register; nothing else is): train + dev is cut into --folds blocks, N models train on every "
+                   "other block for phase 1's epoch count, each block's teachers label it, the final ensemble "
+                   "labels --unlabelled; the student trains on the targets mixed with gold (distil.gold_weight=0.5) "
+                   "and one synthetic variant per sentence (distil.augment=1). Every training is a barrier stage; "
+                   "--set distil.KEY=VALUE changes the distillation")
+    p.add_argument("--folds", type=int, metavar="K", help="with --distil: cross-fitting blocks (default 2)")
+    p.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE", help="with --distil: unlabelled text "
+                   "(one token per line, blank line between sentences; the first column of a TSV), read on the "
+                   "driver and shipped to the workers, e.g. other corpora's train + dev files — never test text")
     p.add_argument("--no-resume", action="store_true", help="ignore an existing --out/checkpoint")
     p.add_argument("--collective-timeout", type=float, default=600.0, metavar="S",
                    help="seconds a worker waits for its peers in one all-reduce before failing the stage")
@@ -77,9 +89,24 @@ def recipe(spark: Any, args: argparse.Namespace, config: Any, embeddings: list[s
                       "stopped_reason": r.stopped_reason, "minutes": round(r.seconds / 60, 2)} for r in result.runs]}
 
 
+def distil_recipe(spark: Any, args: argparse.Namespace, config: Any, dconfig: Any, unlabelled: Any,
+                  embeddings: list[str], kill: Any) -> dict[str, Any]:
+    """--final --seeds N --distil: ``nerservice/distributed/distil_job.py``."""
+    from nerservice.distil.recipe import DEFAULT_FOLDS
+    from nerservice.distributed.distil_job import final_distil_job
+
+    return final_distil_job(spark, data_dir=args.data, out=args.out, world=args.workers, config=config,
+                            distil_config=dconfig, seeds=args.seeds,
+                            folds=DEFAULT_FOLDS if args.folds is None else args.folds, unlabelled=unlabelled,
+                            unlabelled_files=args.unlabelled, register=args.register, embeddings=embeddings,
+                            resume=not args.no_resume, collective_timeout_s=args.collective_timeout, kill=kill,
+                            backend=args.backend, scaling=args.scaling, rule=args.lr_rule)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     from nerservice.config import NerConfig
+    from nerservice.distil.config import split_overrides
     from nerservice.distributed.faults import KillPlan
     from nerservice.distributed.session import get_session
     from nerservice.distributed.train_job import TRAIN_DEFAULTS, run_training
@@ -87,8 +114,10 @@ def main(argv: list[str] | None = None) -> None:
     from nerservice.errors import ConfigError
 
     config = NerConfig.load(args.config) if args.config else NerConfig()
-    if args.set:
-        config = config.with_overrides(args.set)
+    # --distil: distil.KEY=VALUE items are the distillation's; without it they are unknown config keys
+    overrides, distil_sets = split_overrides(list(args.set)) if args.distil else (list(args.set), {})
+    if overrides:
+        config = config.with_overrides(overrides)
     embeddings = resolve_sources(config.model.embeddings, args.embeddings)  # defaults: the same as `nerservice train`
     kill = KillPlan.parse(args.inject_kill) if args.inject_kill else None
     if args.final and args.promote:
@@ -96,12 +125,28 @@ def main(argv: list[str] | None = None) -> None:
                           hint="promote it by hand: nerservice models promote")
     if args.seeds < 1:
         raise ConfigError(f"--seeds {args.seeds}: need at least 1")
-    if args.seeds > 1 and (args.register or args.promote):
+    if args.seeds > 1 and not args.distil and (args.register or args.promote):
         raise ConfigError("--register/--promote with --seeds: register the ensemble when it is written",
                           hint="nerservice models register NAME OUT/ensemble")
+    dconfig = unlabelled = None
+    if args.distil:
+        from nerservice.distil.recipe import recipe_distil_config
+
+        if not args.final:
+            raise ConfigError("--distil distils the final model(s): it needs --final",
+                              hint="spark-submit spark_jobs/train.py --final --seeds 3 --distil ...")
+        if args.folds is not None and args.folds < 2:
+            raise ConfigError(f"--folds {args.folds}: cross-fitting needs at least 2 blocks")
+        dconfig = recipe_distil_config(distil_sets)
+        # read (and bounded) before anything trains: a bad file fails the job at once, with its line
+        unlabelled = dconfig.read_unlabelled(args.unlabelled)
+    elif args.folds is not None or args.unlabelled:
+        raise ConfigError("--folds and --unlabelled belong to --distil", hint="train.py --final --distil")
     spark = get_session("nerservice-train", defaults=TRAIN_DEFAULTS)
     try:
-        if args.final or args.seeds > 1:
+        if args.distil:
+            summary = distil_recipe(spark, args, config, dconfig, unlabelled, embeddings, kill)
+        elif args.final or args.seeds > 1:
             summary = recipe(spark, args, config, embeddings, kill)
         else:
             summary = run_training(spark, data_dir=args.data, out_dir=args.out, world=args.workers, config=config,

@@ -63,7 +63,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from nerservice.config import NerConfig
-    from nerservice.data.unlabelled import read_unlabelled
     from nerservice.distil.config import DistilConfig, split_overrides
     from nerservice.embeddings import resolve_sources
     from nerservice.errors import ConfigError
@@ -89,10 +88,7 @@ def run(args: argparse.Namespace) -> int:
     sources = resolve_sources(config.model.embeddings, args.embeddings)
     if sources != config.model.embeddings:
         config = config.with_overrides({"model.embeddings": sources})
-    unlabelled = (read_unlabelled(args.unlabelled, max_tokens=dconfig.max_unlabelled_tokens,
-                                  max_sentence_tokens=dconfig.max_sentence_tokens,
-                                  max_tokens_setting="distil.max_unlabelled_tokens",
-                                  max_sentence_setting="distil.max_sentence_tokens") if args.unlabelled else None)
+    unlabelled = dconfig.read_unlabelled(args.unlabelled)
     if args.corpora:
         return run_multi(args, teacher, config, dconfig, unlabelled)
     return run_single(args, teacher, config, dconfig, unlabelled)

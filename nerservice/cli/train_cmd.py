@@ -149,7 +149,6 @@ def run(args: argparse.Namespace) -> int:
 
 def run_distil(args: argparse.Namespace, config: Any) -> int:
     """``--final --distil``: every option and input is checked, and the unlabelled text read, before training."""
-    from nerservice.data.unlabelled import read_unlabelled
     from nerservice.distil.config import split_overrides
     from nerservice.distil.folds import held_out_blocks
     from nerservice.distil.recipe import DEFAULT_FOLDS, final_distil, recipe_distil_config
@@ -172,10 +171,7 @@ def run_distil(args: argparse.Namespace, config: Any) -> int:
     train_c, dev_c = read(args.train, args), read(args.dev, args)
     test_c = read(args.test, args) if args.test else None
     held_out_blocks(len(train_c.sentences) + len(dev_c.sentences), folds)  # a bad --folds fails here
-    unlabelled = (read_unlabelled(args.unlabelled, max_tokens=dconfig.max_unlabelled_tokens,
-                                  max_sentence_tokens=dconfig.max_sentence_tokens,
-                                  max_tokens_setting="distil.max_unlabelled_tokens",
-                                  max_sentence_setting="distil.max_sentence_tokens") if args.unlabelled else None)
+    unlabelled = dconfig.read_unlabelled(args.unlabelled)
     base = {"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings,
             "reading": reading_options(args)}
 

@@ -5,12 +5,17 @@ are the settings of the distillation itself.
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from nerservice.config import parse_value
 from nerservice.errors import ConfigError
+
+if TYPE_CHECKING:
+    from nerservice.data.unlabelled import UnlabelledText
 
 PREFIX = "distil."
 
@@ -39,6 +44,17 @@ class DistilConfig(BaseModel):
     max_sentence_tokens: int = Field(1000, ge=1)
     # Teacher forward passes run over this many sentences at a time (bounds the memory of its emissions).
     teacher_chunk: int = Field(4096, ge=1)
+
+    def read_unlabelled(self, paths: Sequence[str | Path]) -> "UnlabelledText | None":
+        """``--unlabelled`` files under this config's bounds (errors name the ``distil.*`` setting), or None."""
+        from nerservice.data.unlabelled import read_unlabelled
+
+        if not paths:
+            return None
+        return read_unlabelled(paths, max_tokens=self.max_unlabelled_tokens,
+                               max_sentence_tokens=self.max_sentence_tokens,
+                               max_tokens_setting=f"{PREFIX}max_unlabelled_tokens",
+                               max_sentence_setting=f"{PREFIX}max_sentence_tokens")
 
     def with_overrides(self, overrides: dict[str, Any]) -> "DistilConfig":
         unknown = sorted(set(overrides) - set(type(self).model_fields))

@@ -76,14 +76,26 @@ class FoldResult:
 
 
 @dataclass
-class FinalDistilResult:
+class CrossFitTeachers:
+    """Stages 1 and 2: what the student needs (and its recipe record), whoever trains it."""
+
     teachers: RecipeResult  # phase 1 and the main teacher's runs
     teacher_dir: Path
     teacher_metrics: dict[str, Any]  # the main teacher on dev (training data) and test
     folds: list[FoldResult]
-    student: DistilOutcome
+    student_config: NerConfig  # phase 1's epoch count, the first seed, model-last
     record: dict[str, Any]  # the recipe as the student's lineage records it
-    seconds: float  # every training and the student's targets
+    seconds: float
+
+    def fold_teachers(self) -> list[FoldTeacher]:
+        return [FoldTeacher(folder_teacher(f.teacher_dir), f.rows) for f in self.folds]
+
+
+@dataclass
+class FinalDistilResult(CrossFitTeachers):
+    """The teachers' stages and the student; ``seconds`` then counts every stage."""
+
+    student: DistilOutcome
 
 
 def recipe_distil_config(overrides: dict[str, Any]) -> DistilConfig:
@@ -91,12 +103,12 @@ def recipe_distil_config(overrides: dict[str, Any]) -> DistilConfig:
     return DistilConfig().with_overrides({**RECIPE_DISTIL, **overrides})
 
 
-def final_distil(runs: RunMany, config: NerConfig, distil_config: DistilConfig, out: str | Path, *,
-                 train: Sequence[Sentence], dev: Sequence[Sentence], test: Sequence[Sentence] | None,
-                 unlabelled: UnlabelledText | None = None, seeds: int, folds: int = DEFAULT_FOLDS,
-                 sources: dict[str, Any] | None = None, callbacks: Sequence[TrainCallback] = (),
-                 resume: bool = True, progress: bool = True) -> FinalDistilResult:
-    """The three stages above; ``callbacks`` (e.g. the model store's) see the student's run only."""
+def cross_fit_teachers(runs: RunMany, config: NerConfig, out: str | Path, *, train: Sequence[Sentence],
+                       dev: Sequence[Sentence], test: Sequence[Sentence] | None, seeds: int,
+                       folds: int = DEFAULT_FOLDS, sources: dict[str, Any] | None = None,
+                       progress: bool = True) -> CrossFitTeachers:
+    """Stages 1 and 2 above, every training through ``runs`` (in this process, worker processes, or Spark
+    barrier stages); the ensembles are saved and scored where this runs."""
     t0 = time.perf_counter()
     out, sources = Path(out), dict(sources or {})
     labelled = [*train, *dev]
@@ -138,8 +150,6 @@ def final_distil(runs: RunMany, config: NerConfig, distil_config: DistilConfig, 
         if progress:
             print(f"fold {name}: teachers on {len(labelled) - len(rows)} sentences, F1 "
                   f"{held_out['held_out']['micro']['f1']:.4f} on the {len(rows)} they never saw", flush=True)
-
-    # 3. the student
     record = {
         "name": RECIPE_NAME, "phase1": final["phase1"], "phase2": final["phase2"],
         "teacher": {"path": str(teacher_dir), "members": seeds},
@@ -148,13 +158,27 @@ def final_distil(runs: RunMany, config: NerConfig, distil_config: DistilConfig, 
                    "minutes": round(sum(r.seconds for r in f.runs) / 60, 2)} for f in fold_results],
         "student": {"epochs": epochs, "seed": seed_list[0], "train": "train + dev", "keep": "model-last"},
     }
-    student = distil(phase2_config(config, epochs, seed_list[0]), distil_config, teacher=folder_teacher(teacher_dir),
-                     train_data=labelled, dev_data=dev, test_data=test, unlabelled=unlabelled,
-                     out_dir=out / STUDENT_DIR, sources=sources, callbacks=callbacks, resume=resume,
-                     progress=progress, keep="last", recipe=record,
-                     cross_fit=[FoldTeacher(folder_teacher(f.teacher_dir), f.rows) for f in fold_results])
-    return FinalDistilResult(teachers=main, teacher_dir=teacher_dir, teacher_metrics=teacher_metrics,
-                             folds=fold_results, student=student, record=record, seconds=time.perf_counter() - t0)
+    return CrossFitTeachers(teachers=main, teacher_dir=teacher_dir, teacher_metrics=teacher_metrics,
+                            folds=fold_results, student_config=phase2_config(config, epochs, seed_list[0]),
+                            record=record, seconds=time.perf_counter() - t0)
+
+
+def final_distil(runs: RunMany, config: NerConfig, distil_config: DistilConfig, out: str | Path, *,
+                 train: Sequence[Sentence], dev: Sequence[Sentence], test: Sequence[Sentence] | None,
+                 unlabelled: UnlabelledText | None = None, seeds: int, folds: int = DEFAULT_FOLDS,
+                 sources: dict[str, Any] | None = None, callbacks: Sequence[TrainCallback] = (),
+                 resume: bool = True, progress: bool = True) -> FinalDistilResult:
+    """The three stages above, the student in this process; ``callbacks`` (e.g. the model store's) see the
+    student's run only."""
+    t0 = time.perf_counter()
+    t = cross_fit_teachers(runs, config, out, train=train, dev=dev, test=test, seeds=seeds, folds=folds,
+                           sources=sources, progress=progress)
+    # 3. the student
+    student = distil(t.student_config, distil_config, teacher=folder_teacher(t.teacher_dir),
+                     train_data=[*train, *dev], dev_data=dev, test_data=test, unlabelled=unlabelled,
+                     out_dir=Path(out) / STUDENT_DIR, sources=dict(sources or {}), callbacks=callbacks,
+                     resume=resume, progress=progress, keep="last", recipe=t.record, cross_fit=t.fold_teachers())
+    return FinalDistilResult(**{**vars(t), "seconds": time.perf_counter() - t0}, student=student)
 
 
 def _teacher(ensemble_dir: Path, members: Sequence[Path], last: RunSummary,

@@ -250,10 +250,12 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
            unlabelled: UnlabelledText | None = None, out_dir: str | Path, sources: dict[str, Any] | None = None,
            callbacks: Sequence[TrainCallback] = (), resume: bool = True, progress: bool = True,
            keep: Literal["best", "last"] = "best", cross_fit: Sequence[FoldTeacher] = (),
-           recipe: dict[str, Any] | None = None) -> DistilOutcome:
+           recipe: dict[str, Any] | None = None, **train_options: Any) -> DistilOutcome:
     """``cross_fit``: folds of ``train_data`` whose targets come from teachers not trained on them
     (``FoldTeacher``); the main teacher labels the rest and the unlabelled text.  ``recipe``: how the student
-    fits a multi-run recipe (``distil/recipe.py``), recorded in its lineage."""
+    fits a multi-run recipe (``distil/recipe.py``), recorded in its lineage.  ``train_options`` go to
+    ``train()`` (a Spark worker's ``strategy``, ``rank``, ``world`` and its local ``embeddings`` files): every
+    worker of a barrier stage computes the same (deterministic) targets and trains its slice of each batch."""
     from nerservice.metrics import evaluate_predictor
     from nerservice.training.trainer import train
 
@@ -269,10 +271,12 @@ def distil(config: NerConfig, distil_config: DistilConfig, *, teacher: Teacher, 
                              loss="cross-entropy of the student's CRF against the teacher's CRF distribution "
                                   "(exact marginals)", progress=progress, tagger_cls=StudentTagger,
                              cross_fit=cross_fit)
+    options = {"embeddings": config.model.embeddings, **train_options}
     outcome = train(config, train_data=[*train_data, *plan.unlabelled], dev_data=dev_data, test_data=test_data,
-                    embeddings=config.model.embeddings, out_dir=out_dir, sources=sources, callbacks=callbacks,
-                    resume=resume, progress=progress, keep=keep, distillation=plan, recipe=recipe)
-    teacher_test = evaluate_predictor(predictor, test_data) if test_data else None
+                    out_dir=out_dir, sources=sources, callbacks=callbacks, resume=resume, progress=progress, keep=keep,
+                    distillation=plan, recipe=recipe, **options)
+    chief = int(train_options.get("rank", 0)) == 0
+    teacher_test = evaluate_predictor(predictor, test_data) if test_data and chief else None
     return DistilOutcome(outcome=outcome, teacher=teacher.info, teacher_test=teacher_test,
                          targets_seconds=plan.record["targets_seconds"])
 

@@ -97,11 +97,14 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
                  embeddings: str | list[str] | None = None, register: str | None = None, promote: str | None = None,
                  resume: bool = True, collective_timeout_s: float = 600.0, kill: KillPlan | None = None,
                  backend: str = "tensorflow", scaling: Mode = "fixed", rule: Rule = "linear",
-                 train_on_dev: bool = False, keep: str = "best",
-                 recipe: dict[str, Any] | None = None) -> dict[str, Any]:
+                 train_on_dev: bool = False, keep: str = "best", recipe: dict[str, Any] | None = None,
+                 rows: dict[str, list[Row]] | None = None, run_sources: dict[str, Any] | None = None,
+                 distil: dict[str, Any] | None = None) -> dict[str, Any]:
     """``scaling``/``rule``: how the global batch and learning rate follow ``world``
     (``nerservice.training.scaling``); the config the workers train with is the scaled one.
-    ``train_on_dev``/``keep``/``recipe``: a run of a multi-run recipe (``spark_runner``)."""
+    ``train_on_dev``/``keep``/``recipe``: a run of a multi-run recipe (``spark_runner``).  ``rows``: the
+    splits the recipe chose (e.g. a cross-fitting fold's), read from ``data_dir`` by the caller; ``run_sources``
+    go into the lineage beside ``data_dir``; ``distil``: the run is a distillation student (``TrainSpec``)."""
     if world < 1:
         raise ConfigError(f"--workers {world}: need at least 1")
     if backend not in BACKENDS:
@@ -116,9 +119,11 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
     out = local_out_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     corpora: CorporaConfig | None = None
-    if hadoopfs.exists(spark, hadoopfs.join(data_dir, CORPORA_FILE)):  # one model, one head per corpus
+    if rows is not None:
+        data: Any = rows
+    elif hadoopfs.exists(spark, hadoopfs.join(data_dir, CORPORA_FILE)):  # one model, one head per corpus
         corpora, per_corpus = read_multi(spark, data_dir)
-        data: Any = per_corpus
+        data = per_corpus
     else:
         data = read_splits(spark, data_dir)
     read_s = time.perf_counter() - started
@@ -138,8 +143,8 @@ def run_training(spark: Any, *, data_dir: str, out_dir: str, world: int, config:
                      scaling=describe(base, config, world, scaling, rule),
                      corpora=corpora.model_dump(mode="json") if corpora else None,
                      sources={"data": data_dir, "embeddings": embeddings, "workers": world, "scaling": scaling,
-                              "backend": backend},
-                     train_on_dev=train_on_dev, keep=keep, recipe=recipe)
+                              "backend": backend, **(run_sources or {})},
+                     train_on_dev=train_on_dev, keep=keep, recipe=recipe, distil=distil)
     broadcast = sc.broadcast(data)
     stage_clock = time.perf_counter()
     try:
@@ -226,10 +231,15 @@ def spark_runner(spark: Any, *, data_dir: str, world: int, register: str | None 
 
     def run(req: RunRequest) -> RunSummary:
         name = register if not final or req.keep == "last" else None
-        s = run_training(spark, data_dir=data_dir, out_dir=str(req.out_dir), world=world, config=req.config,
-                         register=name, train_on_dev=req.train_on_dev, keep=req.keep, recipe=req.recipe, **options)
-        return RunSummary(model_dir=Path(s["model_dir"]), best_epoch=int(s["best_epoch"]),
-                          epochs_run=int(s["epochs_completed"]), stopped_reason=str(s["stopped_reason"]),
-                          seconds=float(s["seconds"]), dev=s["dev"], test=s.get("test"))
+        return run_summary(run_training(spark, data_dir=data_dir, out_dir=str(req.out_dir), world=world,
+                                        config=req.config, register=name, train_on_dev=req.train_on_dev,
+                                        keep=req.keep, recipe=req.recipe, **options))
 
     return run
+
+
+def run_summary(s: dict[str, Any]) -> RunSummary:
+    """What a recipe needs from one job's summary."""
+    return RunSummary(model_dir=Path(s["model_dir"]), best_epoch=int(s["best_epoch"]),
+                      epochs_run=int(s["epochs_completed"]), stopped_reason=str(s["stopped_reason"]),
+                      seconds=float(s["seconds"]), dev=s["dev"], test=s.get("test"))

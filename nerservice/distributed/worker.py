@@ -17,13 +17,15 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from nerservice.data import Sentence
+from nerservice.data.unlabelled import UnlabelledText
 from nerservice.distributed.environ import scoped_environ
 from nerservice.distributed.faults import KillPlan, arm
 from nerservice.distributed.gpu import gpu_env
@@ -62,6 +64,10 @@ class TrainSpec:
     train_on_dev: bool = False
     keep: str = "best"
     recipe: dict[str, Any] | None = None
+    # A distillation student (``spark_jobs/train.py --final --distil``): {"config": DistilConfig as JSON,
+    # "teacher": the main teacher's folder, "folds": [[fold teacher folder, first row, end row], ...]} on shared
+    # storage; the data then may hold "unlabelled" rows (no tags).  None = an ordinary run.
+    distil: dict[str, Any] | None = None
 
 
 Row = tuple[list[str], list[str], str, int]  # tokens, tags, file, line
@@ -69,6 +75,27 @@ Row = tuple[list[str], list[str], str, int]  # tokens, tags, file, line
 
 def sentences_from_rows(rows: list[Row]) -> list[Sentence]:
     return [Sentence(tuple(tokens), tuple(tags), file, int(line)) for tokens, tags, file, line in rows]
+
+
+def rows_from_sentences(sentences: Sequence[Sentence]) -> list[Row]:
+    """The inverse of ``sentences_from_rows`` (file and line kept): a recipe's run shipped to the workers."""
+    return [(list(s.tokens), list(s.tags), s.file, s.line) for s in sentences]
+
+
+def unlabelled_rows(text: UnlabelledText) -> list[Row]:
+    """Unlabelled text as rows with no tags, each with its file and line."""
+    return [(list(tokens), [], file, line) for tokens, (file, line) in zip(text.sentences, text.where)]
+
+
+def unlabelled_from_rows(rows: list[Row]) -> UnlabelledText:
+    text = UnlabelledText()
+    for tokens, _, file, line in rows:
+        text.sentences.append(tuple(tokens))
+        text.where.append((file, int(line)))
+        counts = text.files.setdefault(file, {"sentences": 0, "tokens": 0})
+        counts["sentences"] += 1
+        counts["tokens"] += len(tokens)
+    return text
 
 
 def weights_digest(model: Any) -> str:
@@ -238,9 +265,15 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
     else:
         train_s, dev_s = sentences_from_rows(data["train"]), sentences_from_rows(data["dev"])
         # train_on_dev/keep/recipe: the final-model recipe's phase 2 (training/recipes.py)
-        outcome = train(config, train_data=[*train_s, *dev_s] if spec.train_on_dev else train_s, dev_data=dev_s,
-                        test_data=sentences_from_rows(data["test"]) if data.get("test") else None,
-                        keep="last" if spec.keep == "last" else "best", recipe=spec.recipe, **common)
+        train_data = [*train_s, *dev_s] if spec.train_on_dev else train_s
+        test_data = sentences_from_rows(data["test"]) if data.get("test") else None
+        keep: Literal["best", "last"] = "last" if spec.keep == "last" else "best"
+        if spec.distil is not None:
+            outcome = _distil(spec.distil, config, train_data, dev_s, test_data, data.get("unlabelled"), keep=keep,
+                              recipe=spec.recipe, **common)
+        else:
+            outcome = train(config, train_data=train_data, dev_data=dev_s, test_data=test_data, keep=keep,
+                            recipe=spec.recipe, **common)
         lengths, plan = [len(s.tokens) for s in train_s], None
     result: dict[str, Any] = {
         "weights_digest": weights_digest(outcome.model),
@@ -253,6 +286,20 @@ def _train(spec: TrainSpec, data: dict[str, Any], *, rank: int, peers: list[Peer
     if chief:
         result.update(_chief_summary(spec, outcome, store_cb))
     return result
+
+
+def _distil(spec: dict[str, Any], config: Any, train_data: list[Sentence], dev_data: list[Sentence],
+            test_data: list[Sentence] | None, unlabelled: list[Row] | None, **options: Any) -> Any:
+    """A distillation student's stage: every worker loads the teachers from shared storage and computes the
+    same targets (deterministic: no exchange of the arrays), then trains its slice of every batch."""
+    from nerservice.distil.config import DistilConfig
+    from nerservice.distil.run import FoldTeacher, distil, folder_teacher
+
+    folds = [FoldTeacher(folder_teacher(path), range(int(a), int(b))) for path, a, b in spec["folds"]]
+    return distil(config, DistilConfig.model_validate(spec["config"]), teacher=folder_teacher(spec["teacher"]),
+                  train_data=train_data, dev_data=dev_data, test_data=test_data,
+                  unlabelled=unlabelled_from_rows(unlabelled) if unlabelled else None, cross_fit=folds,
+                  **options).outcome
 
 
 def _chief_summary(spec: TrainSpec, outcome: Any, store_cb: Any) -> dict[str, Any]:

@@ -200,6 +200,11 @@ def test_kill_plan_and_executor_env(tmp_path, monkeypatch) -> None:  # noqa: ANN
     (["--seeds", "0"], "--seeds 0"),
     (["--seeds", "2", "--register", "ner"], "register the ensemble"),
     (["--seeds", "2", "--promote", "production"], "register the ensemble"),
+    (["--distil"], "needs --final"),
+    (["--final", "--folds", "3"], "belong to --distil"),
+    (["--final", "--unlabelled", "u.txt"], "belong to --distil"),
+    (["--final", "--distil", "--folds", "1"], "--folds 1"),
+    (["--final", "--set", "distil.gold_weight=0.5"], "distil"),  # a distillation setting without --distil
 ])
 def test_train_job_refuses_bad_seeds_before_spark_starts(argv: list[str], message: str) -> None:
     """spark_jobs/train.py checks --seeds on the driver before a Spark session exists (none is running here)."""
@@ -207,3 +212,32 @@ def test_train_job_refuses_bad_seeds_before_spark_starts(argv: list[str], messag
 
     with pytest.raises(ConfigError, match=message):
         main(["--data", "/nonexistent/prep", "--out", "/nonexistent/out", *argv])
+
+
+def test_train_job_reads_the_unlabelled_text_before_spark_starts(tmp_path) -> None:  # noqa: ANN001
+    """--final --distil --unlabelled: a file over the distillation's bounds fails on the driver, with its name
+    and the setting that raises the bound, before a Spark session exists."""
+    from nerservice.errors import NerServiceError
+    from spark_jobs.train import main
+
+    text = tmp_path / "u.txt"
+    text.write_text("one\ntwo\nthree\nfour\n\nfive\nsix\n", encoding="utf-8")
+    with pytest.raises(NerServiceError, match="distil.max_unlabelled_tokens") as info:
+        main(["--data", "/nonexistent/prep", "--out", "/nonexistent/out", "--final", "--distil", "--unlabelled",
+              str(text), "--set", "distil.max_unlabelled_tokens=3"])
+    assert str(text) in info.value.message
+
+
+def test_unlabelled_text_travels_as_rows_and_back(tmp_path) -> None:  # noqa: ANN001
+    """The student's unlabelled text is shipped to the workers as rows without tags: the worker rebuilds the
+    driver's ``UnlabelledText`` exactly (sentences, where each came from, per-file counts)."""
+    from nerservice.data.unlabelled import read_unlabelled
+    from nerservice.distributed.worker import unlabelled_from_rows, unlabelled_rows
+
+    a, b = tmp_path / "a.tsv", tmp_path / "b.txt"
+    a.write_text("Cystic\tB-Disease\nfibrosis\tI-Disease\n\nataxia\tO\n", encoding="utf-8")
+    b.write_text("severe\nataxia\nwas\nseen\n", encoding="utf-8")
+    text = read_unlabelled([a, b], max_tokens=100, max_sentence_tokens=10)
+    back = unlabelled_from_rows(unlabelled_rows(text))
+    assert (back.sentences, back.where, back.files) == (text.sentences, text.where, text.files)
+    assert back.tokens == text.tokens == 7

@@ -271,3 +271,59 @@ def test_seeds_make_an_ensemble_that_the_driver_scores(spark_cluster, prepared, 
     assert ens.metrics["test"]["micro"] == pytest.approx(summary["test"]["micro"])
     from_file = evaluate_predictor(ens.predictor(), read_corpus(bad_corpus["paths"]["test"]).sentences)
     assert from_file["micro"] == pytest.approx(summary["test"]["micro"])
+
+
+def test_final_distil_trains_every_model_on_the_executors_and_registers_the_student(  # noqa: ANN201
+        spark_cluster, prepared, tmp_path):  # noqa: ANN001
+    """train.py --final --distil on 2 workers: phase 1, the final model and two cross-fitting teachers (each on
+    the block it does not label) are barrier stages, then the student's stage, where both workers compute the
+    teachers' targets themselves and end with identical weights; only the student goes to the store."""
+    import pyarrow.parquet as pq
+
+    from nerservice.artifacts.formats import load_model, verify_manifest
+    from nerservice.data import Sentence
+    from nerservice.distil.recipe import recipe_distil_config
+    from nerservice.distil.run import augmented_sentences
+    from nerservice.lineage import corpus_fingerprint
+    from nerservice.store import ModelStore
+
+    out, store = tmp_path / "fd", tmp_path / "store"
+    unlabelled = tmp_path / "unlabelled.txt"
+    unlabelled.write_text("the\ncystic\nfibrosis\npatients\n\nsevere\nataxia\nseen\n", encoding="utf-8")
+    proc = spark_cluster.submit(
+        "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2", "--final",
+        "--distil", "--unlabelled", str(unlabelled), "--register", "fd-demo",
+        *overrides(**{"training.epochs": 2}), env={"NERSERVICE_STORE_DIR": str(store)}, timeout=600)
+    check(proc, "train --final --distil")
+    summary = last_json(proc.stdout)
+    student = load_model(out / "student" / "model-last")
+    assert summary["model_dir"] == str(out / "student" / "model-last")
+    assert summary["test"]["micro"] == pytest.approx(student.metrics["test"]["micro"])
+    recipe, distil = student.lineage["recipe"], student.lineage["distillation"]
+    labelled = 398 + 80  # train (two broken sentences quarantined by preprocess) + dev
+    assert recipe["name"] == "final-distil" and [f["fold"] for f in recipe["folds"]] == ["1of2", "2of2"]
+    assert student.config.training.epochs == recipe["phase2"]["epochs"] == recipe["phase1"]["best_epoch"]
+    assert distil["labelled"]["sentences"] == labelled and distil["unlabelled"]["sentences"] == 2
+    assert sum(f["sentences"] for f in distil["cross_fit"]) == labelled
+    assert distil["settings"]["gold_weight"] == 0.5 and distil["unlabelled"]["files"] == {str(unlabelled): {
+        "sentences": 2, "tokens": 7}}
+    rows = {}
+    for split in ("train", "dev"):  # the order the driver gives them (read_splits): by file, then line
+        t = pq.read_table(prepared[0] / split, columns=["tokens", "tags", "file", "line"]).to_pylist()
+        rows[split] = [Sentence(tuple(r["tokens"]), tuple(r["tags"])) for r in sorted(t, key=lambda r: (r["file"], r["line"]))]
+    text = [*rows["train"], *rows["dev"]]
+    assert len(text) == labelled
+    # distil.augment=1: one variant per sentence, less those equal to their source — as the core recipe makes them
+    variants, _ = augmented_sentences(text, recipe_distil_config({}), seed=student.config.training.seed)
+    assert distil["augmented"]["sentences"] == len(variants) > labelled / 2
+    for fold in recipe["folds"]:  # each fold teacher trained on the other block and was scored on its own
+        a, b = fold["held_out_rows"]
+        teacher = load_model(fold["teacher"])
+        prints = teacher.lineage["corpus_fingerprints"]
+        assert teacher.lineage["recipe"]["fold"] == fold["fold"]
+        assert prints["train"] == corpus_fingerprint([*text[:a], *text[b:]])
+        assert prints["dev"] == corpus_fingerprint(text[a:b])
+    assert len(summary["runs"]) == 5  # phase 1, the final model, two fold teachers, the student
+    store_ = ModelStore.embedded(store)
+    assert summary["registered"]["name"] == "fd-demo" and len(store_.list("fd-demo")) == 1
+    assert verify_manifest(store_.resolve("fd-demo/1"))["files"] == verify_manifest(out / "student" / "model-last")["files"]
