@@ -156,7 +156,7 @@
 #      last) with the train + devel text of BC5CDR, BC2GM and linnaeus (1.08M tokens; none of it is an NCBI-disease
 #      test sentence — checked) labelled by NB's main teacher; a second NE call resumes students --deadline-s cut
 #   BG: what `--jobs` buys on one GPU: `nerservice train --seeds 3 --jobs J` (NCBI-disease, 10 epochs, the defaults)
-#      with J = 3 (three JAX worker processes sharing the GPU), then J = 1 (one after another), each with its own
+#      (EPOCHS epochs, default 10) with J = 3 (three JAX worker processes sharing the GPU), then J = 1 (one after another), each with its own
 #      empty JAX compilation cache so that neither reuses the other's compiles; wall time of each command
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
@@ -532,7 +532,7 @@ BG)
     t0=$EPOCHREALTIME
     JAX_COMPILATION_CACHE_DIR=/tmp/jaxcache-bg$J python3 -m nerservice.cli.main train \
       --train $D/NCBI-disease/train.tsv --dev $D/NCBI-disease/devel.tsv --test $D/NCBI-disease/test.tsv $V \
-      --seeds 3 --jobs $J --set training.epochs=10 --quiet --json --out /tmp/bg-j$J > $R/jobs-$J.json 2> $R/jobs-$J.log
+      --seeds 3 --jobs $J --set training.epochs=${EPOCHS:-10} --quiet --json --out /tmp/bg-j$J > $R/jobs-$J.json 2> $R/jobs-$J.log
     echo "{\"jobs\": $J, \"rc\": $?, \"wall_s\": $(python3 -c "print(round($EPOCHREALTIME - $t0, 1))")}" > $R/jobs-$J-wall.json
     cat $R/jobs-$J-wall.json
   done ;;
