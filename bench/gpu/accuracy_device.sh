@@ -158,6 +158,17 @@
 #   BG: what `--jobs` buys on one GPU: `nerservice train --seeds 3 --jobs J` (NCBI-disease, 10 epochs, the defaults)
 #      (EPOCHS epochs, default 10) with J = 3 (three JAX worker processes sharing the GPU), then J = 1 (one after another), each with its own
 #      empty JAX compilation cache so that neither reuses the other's compiles; wall time of each command
+# Session 26 (issue 14): a four-corpus teacher for the NCBI-disease student — NE with its main teacher replaced by
+#   three four-corpus final models seen through their ncbi head (`--teacher-head ncbi`, nerservice/distil/head.py),
+#   the four-corpus model being +1.22 over single-corpus models on NCBI-disease (session 17). Three calls on one
+#   warm machine, each within the previous one's 30-s idle release:
+#   MT: the four-corpus model W (weights ncbi 2, bc2gm 2, today's defaults) on train + devel of every corpus for 15
+#      epochs (the mean of AT's dev-chosen best epochs 17 / 16 / 12), model-last, seeds 42/1/2 side by side
+#      (/tmp/mt-S); a time cap (8.4 min) may cut one short: its JSON says how many epochs ran
+#   MF: NE's fold teachers again (3 per block of NCBI-disease train + devel, 24 epochs, single-corpus), six side by
+#      side (/tmp/mcf), and MT's ensemble's ncbi head and its members scored on NCBI-disease test
+#   MS: three students (seeds 42/1/2), NE's settings exactly, the labelled text's targets from MF's fold teachers,
+#      the unlabelled text's from MT's ensemble's ncbi head
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
@@ -524,6 +535,37 @@ NE)
       --set training.epochs=20 --resume --set training.seed=$s --gold-weights 0.5 --deadline-s 575 --margin-s 120 \
       --out /tmp/distil-NE-s$s --json-out $R/distil-ncbi-student-$TAG-$s.json \
       > $R/distil-ncbi-student-$TAG-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done
+  wait $pids ;;
+MT)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  for s in 42 1 2; do
+    timeout 580 python3 bench/gpu/multi_corpus.py --one multi --seed $s --final-epochs 15 --corpora $D/corpora-w.json $V \
+      --set training.max_minutes=8.4 --out /tmp/mt-$s --json-out $R/multi4-final15-$s.json > $R/multi4-final15-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done
+  wait $pids ;;
+MF)
+  T=""; for s in 42 1 2; do T="$T /tmp/mt-$s/model-last"; done
+  ls $T > /dev/null || exit 1
+  timeout 570 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus NCBI-disease \
+    --teachers $T --teacher-head ncbi --train-teachers 3 --cross-fit --kfold 2 --teacher-jobs 6 \
+    --teacher-set training.epochs=24 --teacher-set training.max_minutes=7 --teachers-only --out /tmp/mcf \
+    --json-out $R/distil-ncbi-mteachers.json > $R/distil-ncbi-mteachers.log 2>&1 ;;
+MS)
+  T=""; F=""; G=""
+  for s in 42 1 2; do T="$T /tmp/mt-$s/model-last"; F="$F,/tmp/mcf/teacher-1of2-$s/model-last"
+    G="$G,/tmp/mcf/teacher-2of2-$s/model-last"; done
+  ls $T ${F//,/ } ${G//,/ } > /dev/null || exit 1
+  TAG=MS-$(date +%H%M)
+  for s in 42 1 2; do
+    timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus NCBI-disease \
+      --unlabelled-corpora BC5CDR BC2GM linnaeus --teachers $T --teacher-head ncbi --kfold 2 \
+      --fold-teachers 1of2=${F#,} --fold-teachers 2of2=${G#,} --no-teacher-eval --set training.bucket_size=32 \
+      --set distil.augment=1 --set training.epochs=20 --resume --set training.seed=$s --gold-weights 0.5 \
+      --deadline-s 575 --margin-s 120 --out /tmp/distil-MS-s$s \
+      --json-out $R/distil-ncbi-student-$TAG-$s.json > $R/distil-ncbi-student-$TAG-$s.log 2>&1 &
     pids="${pids:-} $!"
   done
   wait $pids ;;

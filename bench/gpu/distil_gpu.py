@@ -138,6 +138,8 @@ def main() -> None:
                     help="the student's config overrides (over the teachers' config); distil.K=V for DistilConfig")
     ap.add_argument("--export-teachers", metavar="DIR", help="copy the teachers' kept model folders to DIR/teacher-S "
                     "(e.g. under $OUT, to carry them into a second call with --teachers)")
+    ap.add_argument("--teacher-head", metavar="NAME", help="multi-corpus --teachers (and fold teachers): their head "
+                    "NAME (e.g. ncbi) as the single-corpus teacher of --corpus (nerservice/distil/head.py)")
     ap.add_argument("--teachers-only", action="store_true", help="stop after the teachers and their ensemble")
     ap.add_argument("--target-stats", type=float, nargs="*", default=[], metavar="T",
                     help="the ensemble's target confidence on labelled, unlabelled and test text at these "
@@ -180,8 +182,10 @@ def main() -> None:
     from nerservice.data import read_corpus
     from nerservice.data.unlabelled import read_unlabelled
     from nerservice.distil.config import DistilConfig, split_overrides
+    from nerservice.distil.head import HeadArtifact, head_teacher
     from nerservice.distil.run import FoldTeacher, distil, teacher_from
     from nerservice.metrics import evaluate_predictor
+    from nerservice.text.vocab import MultiTagVocabulary
 
     started = time.perf_counter()
     out = Path(args.out)
@@ -227,16 +231,22 @@ def main() -> None:
         """The members saved as one ensemble folder, loaded as a distillation teacher."""
         ens_dir = save_ensemble(folder, members)
         resolved = resolve(str(ens_dir))
-        return teacher_from(load_model(resolved.path), ref=str(ens_dir), path=resolved.path, name=resolved.name,
-                            version=resolved.version)
+        t = teacher_from(load_model(resolved.path), ref=str(ens_dir), path=resolved.path, name=resolved.name,
+                         version=resolved.version)
+        return head_teacher(t, args.teacher_head) if args.teacher_head and t.multi else t
 
     teacher = ensemble_teacher(out / "ensemble", teacher_dirs)
     ens_pred = teacher.loaded.predictor(batch_size=256)
     result["ensemble"] = {"test": f1s(evaluate_predictor(ens_pred, te)), "members": len(teacher_dirs)}
     test_tokens = [s.tokens for s in te]
     if not args.no_teacher_eval:
-        result["members_test"] = [f1s(evaluate_predictor(load_model(d).predictor(batch_size=256), te))
-                                  for d in teacher_dirs]
+        def member_predictor(d: Path) -> Any:  # a multi-corpus member as its --teacher-head head
+            loaded = load_model(d)
+            if args.teacher_head and isinstance(loaded.vocabs.tags, MultiTagVocabulary):
+                loaded = HeadArtifact(loaded, args.teacher_head)
+            return loaded.predictor(batch_size=256)
+
+        result["members_test"] = [f1s(evaluate_predictor(member_predictor(d), te)) for d in teacher_dirs]
         result["ensemble"]["infer_tokens_per_s"] = infer_speed(ens_pred, test_tokens)
     teacher_tags = [t for tags in ens_pred.predict_tags(test_tokens) for t in tags]
     counts: dict[str, int] = {}

@@ -28,6 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "config (--corpora) into a multi-corpus student: every sentence of every corpus, and the unlabelled "
         "text, trains every head.")
     p.add_argument("--teacher", required=True, help="teacher: ensemble folder, model folder, run folder or store ref")
+    p.add_argument("--teacher-head", metavar="NAME", help="a multi-corpus teacher's head NAME (its corpus name) as a "
+                   "single-corpus teacher: a one-head student on --train/--dev files of that corpus's tags, learning "
+                   "what the multi-corpus model knows of them; also picks that head of any multi-corpus --cross-fit "
+                   "teacher")
     p.add_argument("--train", nargs="+", help="labelled corpus file(s) of the teacher's tag set")
     p.add_argument("--dev", nargs="+", help="labelled corpus file(s) evaluated each epoch (early "
                    "stopping and model-best with --keep best)")
@@ -75,7 +79,14 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--cross-fit is for a single-corpus teacher's --train files")
     if args.dev_in_train and not (args.corpora and args.keep == "last"):
         raise ConfigError("--dev-in-train needs --corpora and --keep last (dev would select on training data)")
+    if args.teacher_head and args.corpora:
+        raise ConfigError("--teacher-head distils one head into a single-corpus student on --train/--dev; --corpora "
+                          "distils every head", hint="drop one of them")
     teacher = load_teacher(args.teacher)
+    if args.teacher_head:  # a single-corpus --teacher is refused here (HeadArtifact)
+        from nerservice.distil.head import head_teacher
+
+        teacher = head_teacher(teacher, args.teacher_head)
     if teacher.multi != bool(args.corpora):
         raise ConfigError(f"{args.teacher} is a {'multi' if teacher.multi else 'single'}-corpus model; "
                           + ("distil it on its corpora config" if teacher.multi else "--corpora is for a "
@@ -100,7 +111,7 @@ def run_single(args: argparse.Namespace, teacher: Teacher, config: Any, dconfig:
 
     train_c, dev_c = read(args.train, args), read(args.dev, args)
     test_c = read(args.test, args) if args.test else None
-    cross_fit = fold_teachers(args.cross_fit, args.train, train_c.sentences)
+    cross_fit = fold_teachers(args.cross_fit, args.train, train_c.sentences, head=args.teacher_head)
     describe(teacher, f"labelled: {len(train_c.sentences)} sentences; dev {len(dev_c.sentences)}", unlabelled)
     for fold in cross_fit:
         print(f"cross-fitting: {len(fold.rows)} labelled sentences take their targets from {fold.teacher.info['ref']} "
@@ -167,9 +178,9 @@ def report(args: argparse.Namespace, teacher: Teacher, result: Any, print_metric
     return 0
 
 
-def fold_teachers(items: list[str], train_files: list[str], sentences: Any) -> list[Any]:
+def fold_teachers(items: list[str], train_files: list[str], sentences: Any, *, head: str | None = None) -> list[Any]:
     """``--cross-fit FILE=TEACHER`` items -> ``FoldTeacher``s over the rows of ``sentences`` read from FILE
-    (every sentence records the file it came from)."""
+    (every sentence records the file it came from); a multi-corpus TEACHER as its ``head``."""
     from pathlib import Path
 
     from nerservice.distil.run import FoldTeacher
@@ -186,16 +197,20 @@ def fold_teachers(items: list[str], train_files: list[str], sentences: Any) -> l
             raise ConfigError(f"--cross-fit names {file}, which is not one of the --train files {train_files}",
                               hint="cross-fitting labels part of the labelled text: name a --train file")
         rows = [i for i, s in enumerate(sentences) if s.file is not None and Path(s.file).resolve() == path]
-        folds.append(FoldTeacher(load_teacher(ref), rows))
+        folds.append(FoldTeacher(load_teacher(ref, head=head), rows))
     return folds
 
 
-def load_teacher(ref: str) -> Teacher:
-    """A teacher reference (ensemble or model folder, run folder, store reference) resolved, pinned, loaded."""
+def load_teacher(ref: str, *, head: str | None = None) -> Teacher:
+    """A teacher reference (ensemble or model folder, run folder, store reference) resolved, pinned, loaded;
+    with ``head``, a multi-corpus teacher seen as that head (``distil/head.py``) and a single-corpus one as
+    itself: --cross-fit teachers of either kind may serve a --teacher-head student."""
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.resolve import resolve
+    from nerservice.distil.head import head_teacher
     from nerservice.distil.run import teacher_from
 
     resolved = resolve(ref)
-    return teacher_from(load_model(resolved.path), ref=ref, path=resolved.path, name=resolved.name,
-                        version=resolved.version)
+    teacher = teacher_from(load_model(resolved.path), ref=ref, path=resolved.path, name=resolved.name,
+                           version=resolved.version)
+    return head_teacher(teacher, head) if head and teacher.multi else teacher
