@@ -32,13 +32,12 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_a_head_teachers_targets_are_that_heads_block_of_the_multi_corpus_targets(work: dict[str, Path]) -> None:
+    from nerservice.cli.distil_cmd import load_teacher
     from nerservice.demo_corpus import generate
     from nerservice.distil.head import head_teacher
     from nerservice.distil.targets import build_targets
     from nerservice.model.heads import decode_head
     from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary
-
-    from nerservice.cli.distil_cmd import load_teacher
 
     multi = load_teacher(str(work["teacher"]))
     tags = multi.tags
@@ -69,12 +68,11 @@ def test_a_head_distils_into_a_single_corpus_student_beside_a_cross_fitting_teac
                                                                                     capsys) -> None:
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.layout import LAST
+    from nerservice.cli.distil_cmd import load_teacher
     from nerservice.demo_corpus import generate
     from nerservice.distil.head import head_teacher
     from nerservice.model.predictor import Predictor
     from nerservice.model.tagger import build_tagger
-
-    from nerservice.cli.distil_cmd import load_teacher
 
     dis, out = work["dis"], work["w"] / "student"
     args = ["distil", "--teacher", str(work["teacher"]), "--teacher-head", "dis",
