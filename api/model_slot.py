@@ -135,7 +135,8 @@ def extractor_options(settings: ApiSettings) -> dict[str, Any]:
     return {"max_sentence_tokens": settings.max_sentence_tokens, "batch_size": settings.model_batch_sentences,
             "token_budget": settings.max_batch_tokens,
             "jit_compile": "background" if settings.xla == "background" else False,
-            "runtime": settings.runtime, "threads": settings.ort_threads or None, "word_cache": settings.word_cache}
+            "runtime": settings.runtime, "threads": settings.ort_threads or None, "word_cache": settings.word_cache,
+            "head": settings.head}
 
 
 def load_served_model(source: ModelSource, settings: ApiSettings) -> ServedModel:

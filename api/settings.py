@@ -116,6 +116,10 @@ class ApiSettings(BaseSettings):
     # ~2x the Keras path's tokens/s per core), else Keras; "keras" forces the Keras reference path (needs
     # the training install; `xla` applies to it only); "onnx" refuses to start without ONNX Runtime.
     runtime: Literal["auto", "onnx", "keras"] = "auto"
+    # Serve one head (corpus name) of a multi-corpus model alone: only that corpus's types, as its head decodes
+    # them (nerservice/multi/head_view.py). Applies to every model this server loads: a reload to a model
+    # without that head fails with a coded error and the running model stays. Unset = every head.
+    head: str | None = Field(None, min_length=1)
     # ONNX Runtime intra-op threads per model; 0 = one per physical core. Raising it past the cores only
     # adds contention; lower it when several servers share a host.
     ort_threads: int = Field(0, ge=0)

@@ -51,14 +51,20 @@ class Extractor:
 
     @classmethod
     def load(cls, model_dir: str | Path, *, runtime: str = "auto", threads: int | None = None,
-             word_cache: int | None = None, **kwargs: Any) -> Extractor:
+             word_cache: int | None = None, head: str | None = None, **kwargs: Any) -> Extractor:
         """``runtime``: "auto" (ONNX Runtime on CPU when installed, else Keras), "onnx" or "keras"
         (nerservice/runtime/select.py; asking for ``jit_compile`` keeps "auto" on Keras, whose compiler it
-        is); ``threads`` and ``word_cache`` configure ONNX Runtime."""
+        is); ``threads`` and ``word_cache`` configure ONNX Runtime.  ``head``: one head (corpus name) of a
+        multi-corpus model, served alone — that corpus's types, decoded as its head decodes them
+        (``multi/head_view.py``); a coded error for a name the model lacks or a single-corpus model."""
         from nerservice.runtime.select import load_for_inference
 
         loaded = load_for_inference(model_dir, runtime=runtime, threads=threads, word_cache=word_cache,
                                     xla=bool(kwargs.get("jit_compile")))
+        if head is not None:
+            from nerservice.multi.head_view import HeadArtifact
+
+            loaded = HeadArtifact(loaded, head)
         return cls(loaded, **kwargs)
 
     @property

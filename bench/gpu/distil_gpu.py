@@ -182,9 +182,10 @@ def main() -> None:
     from nerservice.data import read_corpus
     from nerservice.data.unlabelled import read_unlabelled
     from nerservice.distil.config import DistilConfig, split_overrides
-    from nerservice.distil.head import HeadArtifact, head_teacher
+    from nerservice.distil.head import head_teacher
     from nerservice.distil.run import FoldTeacher, distil, teacher_from
     from nerservice.metrics import evaluate_predictor
+    from nerservice.multi.head_view import HeadArtifact
     from nerservice.text.vocab import MultiTagVocabulary
 
     started = time.perf_counter()

@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", dest="out_format", default="jsonl", choices=OUTPUT_FORMATS,
                    help="output format for documents (text lines always give JSON lines)")
     p.add_argument("--out", help="output file (a folder for brat); default stdout")
+    p.add_argument("--head", metavar="NAME", help="a multi-corpus model's head NAME (its corpus name) alone: only "
+                   "that corpus's types, decoded as that head decodes them (no other head's spans, no overlap rule)")
     p.add_argument("--batch-lines", type=int, default=256, help="lines (or documents) tagged together")
     p.add_argument("--batch-size", type=int, default=256, help="sentences per model call (on a GPU: 2048-4096)")
     p.add_argument("--token-budget", type=int, default=8192,
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     for name in ("batch_lines", "batch_size", "token_budget"):
         if getattr(args, name) < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1")
-    options = {"batch_size": args.batch_size, "token_budget": args.token_budget}
+    options = {"batch_size": args.batch_size, "token_budget": args.token_budget, "head": args.head}
     fmt = args.input_format
     if fmt == "auto" and args.file != "-":
         from nerservice.documents import detect_path

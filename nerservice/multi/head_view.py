@@ -1,0 +1,86 @@
+"""One head of a multi-corpus model as a single-corpus model: its emission columns, its block of the
+transition matrix (``model.heads.head_crf``) and its tags — exactly what the multi-corpus model's own decode of
+that head uses (``model.heads.decode_head``), with no other head's types and no overlap rule between heads.
+
+Used where a caller wants one corpus's types from a multi-corpus model: ``Extractor.load(..., head=NAME)``
+(``nerservice predict --head``, the API's ``NERSERVICE_API_HEAD``) and distillation (``nerservice distil
+--teacher-head``, ``distil/head.py``).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from nerservice.errors import ConfigError
+from nerservice.model.decode import CrfParams, Tagged, decode_emissions
+from nerservice.model.heads import head_crf
+from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary
+
+
+class HeadPredictor:
+    """A multi-corpus predictor's head ``cols``: its emission columns, its CRF block, decoded with its tags
+    (a ``TagPredictor``, as ``distil`` and ``evaluate_predictor`` use one)."""
+
+    def __init__(self, inner: Any, cols: slice, tags: TagVocabulary) -> None:
+        self._inner, self._cols, self._tags = inner, cols, tags
+
+    def __getattr__(self, attr: str) -> Any:  # the rest is the inner predictor's (batch_size, members, caches)
+        if attr.startswith("__") or attr == "_inner":
+            raise AttributeError(attr)
+        return getattr(self._inner, attr)
+
+    @property
+    def runtime(self) -> str:
+        return str(self._inner.runtime)
+
+    @property
+    def background_xla(self) -> Any:
+        return self._inner.background_xla
+
+    @property
+    def tag_labels(self) -> list[str]:
+        return self._tags.tags
+
+    def crf_params(self) -> CrfParams:
+        return head_crf(self._inner.crf_params(), self._cols)
+
+    def emissions(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        return [e[:, self._cols] for e in self._inner.emissions(sentences)]
+
+    def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool = True) -> list[Tagged]:
+        return decode_emissions(self.emissions(sentences), self.crf_params(), self._tags.tag,
+                                with_scores=with_scores, batch_size=self._inner.batch_size,
+                                bucket_size=self._inner.bucket_size)
+
+    def predict_tags(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
+        return [t.tags for t in self.tag(sentences, with_scores=False)]
+
+
+class HeadArtifact:
+    """A loaded multi-corpus artifact (model, ensemble, ONNX export; Keras or ONNX Runtime), seen as its head
+    ``name``: ``vocabs`` has the head's tags and ``predictor()`` decodes that head alone; everything else
+    (config, lineage, metrics, path, members) is the artifact's own."""
+
+    def __init__(self, loaded: Any, name: str) -> None:
+        tags = loaded.vocabs.tags
+        if not isinstance(tags, MultiTagVocabulary):
+            raise ConfigError(f"head {name!r}: a single-corpus model has no heads to choose from (its tags: "
+                              f"{tags.tags})", hint="a head is one corpus of a multi-corpus model; drop the head")
+        if name not in tags.names:
+            raise ConfigError(f"head {name!r}: the model has no such head; its heads are {tags.names}",
+                              hint=f"one of {tags.names}")
+        self.name = name
+        self._loaded = loaded
+        self._cols, self.head_tags = tags.head(name)
+        self.vocabs = replace(loaded.vocabs, tags=self.head_tags)
+
+    def __getattr__(self, attr: str) -> Any:  # only called for what this class does not define
+        if attr.startswith("__") or attr == "_loaded":  # copy/pickle probe before __init__: no recursion
+            raise AttributeError(attr)
+        return getattr(self._loaded, attr)
+
+    def predictor(self, **options: Any) -> HeadPredictor:
+        return HeadPredictor(self._loaded.predictor(**options), self._cols, self.head_tags)
