@@ -162,6 +162,12 @@ TINY_OVERRIDES = {
 }
 
 
+def tiny_sets(**extra: object) -> list[str]:
+    """``--set KEY=VALUE`` arguments for the CLI: the tiny test model's overrides plus ``extra``
+    (keys with dots passed as a dict: ``tiny_sets(**{"training.epochs": 4})``)."""
+    return [x for k, v in {**TINY_OVERRIDES, **extra}.items() for x in ("--set", f"{k}={json.dumps(v)}")]
+
+
 def tiny_config():
     from nerservice.config import NerConfig
 

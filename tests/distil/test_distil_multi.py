@@ -10,13 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers import TINY_OVERRIDES, agreement_with_teacher, save_random_model, write_two_corpora
+from helpers import agreement_with_teacher, save_random_model, tiny_sets, write_two_corpora
 from nerservice.cli.main import main
 
 pytestmark = [pytest.mark.slow]
 
-TINY = [x for k, v in {**TINY_OVERRIDES, "training.epochs": 4, "model.lstm_layers": 1}.items()
-        for x in ("--set", f"{k}={json.dumps(v)}")]
+TINY = tiny_sets(**{"training.epochs": 4, "model.lstm_layers": 1})
 
 
 @pytest.fixture(scope="module")
