@@ -78,7 +78,7 @@ class HeadArtifact:
         self.vocabs = replace(loaded.vocabs, tags=self.head_tags)
 
     def __getattr__(self, attr: str) -> Any:  # only called for what this class does not define
-        if attr.startswith("__") or attr == "_loaded":  # copy/pickle probe before __init__: no recursion
+        if attr.startswith("__") or attr == "_loaded":  # copy probes before __init__ ran: no recursion
             raise AttributeError(attr)
         return getattr(self._loaded, attr)
 
