@@ -15,34 +15,28 @@ from typing import Any
 import numpy as np
 
 from nerservice.errors import ConfigError
-from nerservice.model.decode import CrfParams, Tagged, decode_emissions
-from nerservice.model.heads import head_crf
-from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary
+from nerservice.model.decode import CrfParams, Tagged
+from nerservice.model.heads import decode_head, head_crf
+from nerservice.text.vocab import MultiTagVocabulary
 
 
 class HeadPredictor:
-    """A multi-corpus predictor's head ``cols``: its emission columns, its CRF block, decoded with its tags
-    (a ``TagPredictor``, as ``distil`` and ``evaluate_predictor`` use one)."""
+    """A multi-corpus predictor's head ``name``: its emission columns, its CRF block, and ``tag`` =
+    ``decode_head`` (a ``TagPredictor``, as the Extractor, ``distil`` and ``evaluate_predictor`` use one).
+    Anything else (batch sizes, members, caches, runtime) is the inner predictor's."""
 
-    def __init__(self, inner: Any, cols: slice, tags: TagVocabulary) -> None:
-        self._inner, self._cols, self._tags = inner, cols, tags
+    def __init__(self, inner: Any, tags: MultiTagVocabulary, name: str) -> None:
+        self._inner, self._tags, self._name = inner, tags, name
+        self._cols, self._head = tags.head(name)
 
-    def __getattr__(self, attr: str) -> Any:  # the rest is the inner predictor's (batch_size, members, caches)
-        if attr.startswith("__") or attr == "_inner":
+    def __getattr__(self, attr: str) -> Any:  # only called for what this class does not define
+        if attr.startswith("__") or attr == "_inner":  # copy probes before __init__ ran: no recursion
             raise AttributeError(attr)
         return getattr(self._inner, attr)
 
     @property
-    def runtime(self) -> str:
-        return str(self._inner.runtime)
-
-    @property
-    def background_xla(self) -> Any:
-        return self._inner.background_xla
-
-    @property
     def tag_labels(self) -> list[str]:
-        return self._tags.tags
+        return self._head.tags
 
     def crf_params(self) -> CrfParams:
         return head_crf(self._inner.crf_params(), self._cols)
@@ -51,9 +45,9 @@ class HeadPredictor:
         return [e[:, self._cols] for e in self._inner.emissions(sentences)]
 
     def tag(self, sentences: Sequence[Sequence[str]], *, with_scores: bool = True) -> list[Tagged]:
-        return decode_emissions(self.emissions(sentences), self.crf_params(), self._tags.tag,
-                                with_scores=with_scores, batch_size=self._inner.batch_size,
-                                bucket_size=self._inner.bucket_size)
+        return decode_head(self._inner.emissions(sentences), self._inner.crf_params(), self._tags, self._name,
+                           with_scores=with_scores, batch_size=self._inner.batch_size,
+                           bucket_size=self._inner.bucket_size)
 
     def predict_tags(self, sentences: Sequence[Sequence[str]]) -> list[list[str]]:
         return [t.tags for t in self.tag(sentences, with_scores=False)]
@@ -73,8 +67,8 @@ class HeadArtifact:
             raise ConfigError(f"head {name!r}: the model has no such head; its heads are {tags.names}",
                               hint=f"one of {tags.names}")
         self.name = name
-        self._loaded = loaded
-        self._cols, self.head_tags = tags.head(name)
+        self._loaded, self._tags = loaded, tags
+        self.head_tags = tags.head(name)[1]
         self.vocabs = replace(loaded.vocabs, tags=self.head_tags)
 
     def __getattr__(self, attr: str) -> Any:  # only called for what this class does not define
@@ -83,4 +77,4 @@ class HeadArtifact:
         return getattr(self._loaded, attr)
 
     def predictor(self, **options: Any) -> HeadPredictor:
-        return HeadPredictor(self._loaded.predictor(**options), self._cols, self.head_tags)
+        return HeadPredictor(self._loaded.predictor(**options), self._tags, self.name)
