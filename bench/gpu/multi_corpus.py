@@ -13,6 +13,10 @@ for the multi model).
 One run alone: ``--one single:NAME`` / ``--one multi`` / ``--one mixed`` (what the launcher starts).
 ``--one multi --final-epochs E``: the final recipe's phase 2 alone, E epochs chosen elsewhere on dev (a
 phase 1 run's best epoch): every corpus trains on train + dev, model-last is kept and evaluated on test.
+``--fold CORPUS:IofK`` (with ``--final-epochs``): a cross-fitting teacher — CORPUS trains on the blocks of its
+train + dev other than block I (``bench/gpu/folds.py``, the blocks ``distil_gpu.py --kfold K`` hands to fold
+teachers) and its dev is block I, held out (so its dev F1 is the teacher's held-out F1); the other corpora train on
+their train + dev as in phase 2.  ``--resume``: go on from ``--out``'s checkpoint (a run the call's end killed).
 Speed figures of runs sharing a GPU are not benchmarks; F1 is what this is for.
 """
 from __future__ import annotations
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 
@@ -35,6 +40,8 @@ def run_one(args: argparse.Namespace) -> dict:
 
     config = NerConfig().with_overrides([*args.set, f"training.seed={args.seed}"])
     cc = CorporaConfig.load(args.corpora)
+    if args.fold and (args.fold.partition(":")[0] not in cc.names or not args.final_epochs):
+        raise SystemExit(f"--fold {args.fold}: CORPUS:IofK with CORPUS one of {cc.names}, and --final-epochs")
     corpora = read_corpora(cc)
     out = Path(args.out)
     t0 = time.perf_counter()
@@ -57,11 +64,11 @@ def run_one(args: argparse.Namespace) -> dict:
             from nerservice.multi.corpora import with_dev_in_train
             from nerservice.training.recipes import phase2_config
 
-            corpora = with_dev_in_train(corpora)
+            corpora = [fold_splits(c, args.fold) if args.fold else with_dev_in_train([c])[0] for c in corpora]
             config = phase2_config(config, args.final_epochs, args.seed)
             final = {"keep": "last", "recipe": {"name": "final", "phase": 2,
                                                 "phase2": {"epochs": args.final_epochs, "train": "train + dev"}}}
-        o = train_multi(config, cc, corpora, embeddings=args.embeddings, out_dir=out, resume=False, progress=False,
+        o = train_multi(config, cc, corpora, embeddings=args.embeddings, out_dir=out, resume=args.resume, progress=False,
                         callbacks=[partial], **final)
         per = {c: {"dev_f1": o.dev["per_corpus"][c]["micro"]["f1"],
                    "test_f1": o.test["per_corpus"][c]["micro"]["f1"] if o.test else None} for c in cc.names}
@@ -69,6 +76,20 @@ def run_one(args: argparse.Namespace) -> dict:
             "epochs_run": len(o.history), "stopped": o.stopped_reason, "seconds": time.perf_counter() - t0,
             "epoch_seconds": [round(h["train_seconds"] + h["eval_seconds"], 2) for h in o.history],
             "dev_f1_by_epoch": [round(h["dev_f1"], 4) for h in o.history]}
+
+
+def fold_splits(c: Any, fold: str) -> Any:
+    """Corpus ``c`` as a fold teacher (``fold`` = ``NAME:IofK``) trains on it: the named corpus on the blocks of
+    train + dev other than I, evaluated on block I; any other corpus on train + dev (phase 2)."""
+    from folds import split_fold  # bench/gpu/, the script's own folder
+
+    from nerservice.multi.corpora import CorpusSplits, with_dev_in_train
+
+    name, _, which = fold.partition(":")
+    if c.name != name:
+        return with_dev_in_train([c])[0]
+    kept, held = split_fold(which, c.train, c.dev)
+    return CorpusSplits(c.name, kept, held, c.test)
 
 
 class Partial:
@@ -175,6 +196,8 @@ def main() -> None:
     ap.add_argument("--one")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--final-epochs", type=int, default=0, help="with --one multi: the final recipe's phase 2")
+    ap.add_argument("--fold", metavar="CORPUS:IofK", help="with --final-epochs: a cross-fitting teacher (see above)")
+    ap.add_argument("--resume", action="store_true", help="with --one: go on from --out's checkpoint")
     ap.add_argument("--out")
     ap.add_argument("--json-out")
     args = ap.parse_args()
