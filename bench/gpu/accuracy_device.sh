@@ -177,7 +177,7 @@
 #      2 blocks `distil_gpu.py --kfold 2` hands out, and its dev is the held-out block; the other corpora train on
 #      train + devel), folds 1of2 and 2of2 x seeds 42/1/2, in /tmp/fk-FOLD-SEED. Six do not finish in one call:
 #      repeat FK on the warm machine (within its 30-s idle release); each call resumes the unfinished runs from their
-#      checkpoints (`--resume`) and skips finished ones
+#      checkpoints (`--resume`) and skips finished ones. TSEEDS="42 1" (FK and FS alike): two per fold, four runs
 #   FS: three students (seeds 42/1/2), MS's settings exactly; the labelled text's targets from FK's fold teachers
 #      (their ncbi head), the unlabelled text's from the ensemble of all six (each saw every other corpus whole)
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
@@ -583,7 +583,7 @@ MS)
 FK)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
   for f in 1of2 2of2; do
-    for s in 42 1 2; do
+    for s in ${TSEEDS:-42 1 2}; do
       grep -qs per_corpus $R/multi4-fold-$f-$s.json && continue  # finished in an earlier call
       timeout $((580 - SECONDS)) python3 bench/gpu/multi_corpus.py --one multi --seed $s --final-epochs 15 \
         --fold ncbi:$f --resume --corpora $D/corpora-w.json $V --set training.max_minutes=60 --out /tmp/fk-$f-$s \
@@ -594,7 +594,7 @@ FK)
   wait ${pids:-} ;;
 FS)
   F=""; G=""
-  for s in 42 1 2; do F="$F,/tmp/fk-1of2-$s/model-last"; G="$G,/tmp/fk-2of2-$s/model-last"; done
+  for s in ${TSEEDS:-42 1 2}; do F="$F,/tmp/fk-1of2-$s/model-last"; G="$G,/tmp/fk-2of2-$s/model-last"; done
   T="${F//,/ } ${G//,/ }"
   ls $T > /dev/null || exit 1
   TAG=FS-$(date +%H%M)
