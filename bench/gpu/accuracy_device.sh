@@ -172,14 +172,16 @@
 # Session 27 (issue 14): four-corpus fold teachers for the NCBI-disease student — MS's students had the four-corpus
 #   model's targets on the unlabelled text only; their labelled text's came from single-corpus fold teachers (84.56 /
 #   84.64 held out). Here both come from four-corpus models:
-#   FK: six four-corpus fold teachers side by side (MT's recipe: weights ncbi 2 / bc2gm 2, 15 epochs, model-last;
-#      `multi_corpus.py --fold ncbi:IofK`: NCBI-disease trains on the other block of its train + devel, the same
-#      2 blocks `distil_gpu.py --kfold 2` hands out, and its dev is the held-out block; the other corpora train on
-#      train + devel), folds 1of2 and 2of2 x seeds 42/1/2, in /tmp/fk-FOLD-SEED. Six do not finish in one call:
-#      repeat FK on the warm machine (within its 30-s idle release); each call resumes the unfinished runs from their
-#      checkpoints (`--resume`) and skips finished ones. TSEEDS="42 1" (FK and FS alike): two per fold, four runs
+#   FK: four-corpus fold teachers side by side (MT's recipe: weights ncbi 2 / bc2gm 2, 15 epochs, model-last;
+#      `multi_corpus.py --fold ncbi:IofK`: NCBI-disease trains on the other blocks of its train + devel, the same
+#      K blocks `distil_gpu.py --kfold K` hands out, and its dev is the held-out block; the other corpora train on
+#      train + devel), folds 1ofK..KofK (K=${K:-2}) x seeds $TSEEDS (default 42/1/2), in /tmp/fk-FOLD-SEED. They
+#      may not finish in one call: repeat FK on the warm machine (within its 30-s idle release); each call resumes
+#      the unfinished runs from their checkpoints (`--resume`) and skips finished ones
 #   FS: three students (seeds 42/1/2), MS's settings exactly; the labelled text's targets from FK's fold teachers
-#      (their ncbi head), the unlabelled text's from the ensemble of all six (each saw every other corpus whole)
+#      (their ncbi head), the unlabelled text's from the ensemble of all of them (each saw every other corpus whole)
+#      Run with the same K and TSEEDS as FK. Session 27 ran K=4 TSEEDS=42: four runs, each fold teacher on 3/4 of
+#      NCBI-disease (so their ensemble, the unlabelled text's teacher, is near MT's full-data models)
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
@@ -582,7 +584,8 @@ MS)
   wait $pids ;;
 FK)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
-  for f in 1of2 2of2; do
+  for i in $(seq 1 ${K:-2}); do
+    f=${i}of${K:-2}
     for s in ${TSEEDS:-42 1 2}; do
       grep -qs per_corpus $R/multi4-fold-$f-$s.json && continue  # finished in an earlier call
       timeout $((580 - SECONDS)) python3 bench/gpu/multi_corpus.py --one multi --seed $s --final-epochs 15 \
@@ -593,15 +596,18 @@ FK)
   done
   wait ${pids:-} ;;
 FS)
-  F=""; G=""
-  for s in ${TSEEDS:-42 1 2}; do F="$F,/tmp/fk-1of2-$s/model-last"; G="$G,/tmp/fk-2of2-$s/model-last"; done
-  T="${F//,/ } ${G//,/ }"
+  T=""; FT=""
+  for i in $(seq 1 ${K:-2}); do
+    f=${i}of${K:-2}; m=""
+    for s in ${TSEEDS:-42 1 2}; do T="$T /tmp/fk-$f-$s/model-last"; m="$m,/tmp/fk-$f-$s/model-last"; done
+    FT="$FT --fold-teachers $f=${m#,}"
+  done
   ls $T > /dev/null || exit 1
   TAG=FS-$(date +%H%M)
   for s in 42 1 2; do
     timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus NCBI-disease \
-      --unlabelled-corpora BC5CDR BC2GM linnaeus --teachers $T --teacher-head ncbi --kfold 2 \
-      --fold-teachers 1of2=${F#,} --fold-teachers 2of2=${G#,} --no-teacher-eval --set training.bucket_size=32 \
+      --unlabelled-corpora BC5CDR BC2GM linnaeus --teachers $T --teacher-head ncbi --kfold ${K:-2} $FT \
+      --no-teacher-eval --set training.bucket_size=32 \
       --set distil.augment=1 --set training.epochs=20 --resume --set training.seed=$s --gold-weights 0.5 \
       --deadline-s 575 --margin-s 120 --out /tmp/distil-FS-s$s \
       --json-out $R/distil-ncbi-student-$TAG-$s.json > $R/distil-ncbi-student-$TAG-$s.log 2>&1 &
