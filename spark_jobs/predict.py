@@ -39,23 +39,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--runtime", default="auto", choices=["auto", "onnx", "keras"],
                    help="what computes the emissions: auto = ONNX Runtime when installed (an export from "
                    "`nerservice export` never needs TensorFlow), else Keras")
+    p.add_argument("--head", metavar="NAME", help="a multi-corpus model's head NAME (its corpus name) alone: only "
+                   "that corpus's types, decoded as that head decodes them (no other head's spans, no overlap "
+                   "rule); checked on the driver before any executor starts")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    from nerservice.distributed.predict_job import PredictRequest, run_predict
+    from nerservice.distributed.predict_job import PredictRequest, resolve_model, run_predict
     from nerservice.distributed.session import get_session
 
     req = PredictRequest(inputs=args.input, output=args.output, model=args.model, input_format=args.input_format,
                          output_format=args.output_format, id_col=args.id_col, text_col=args.text_col,
                          partitions=args.partitions, overwrite=args.overwrite,
                          options={"batch_size": args.batch_size, "token_budget": args.token_budget,
-                                  "with_scores": not args.no_scores, "runtime": args.runtime})
+                                  "with_scores": not args.no_scores, "runtime": args.runtime,
+                                  "head": args.head})
+    # Before the session: a model or head it cannot serve fails here, with no executor started.
+    model_dir = resolve_model(req.model, head=args.head)
     spark = get_session("nerservice-predict",
                         defaults={"spark.sql.execution.arrow.maxRecordsPerBatch": str(args.arrow_batch)})
     try:
-        run_predict(spark, req)
+        run_predict(spark, req, model_dir)
     finally:
         spark.stop()
 

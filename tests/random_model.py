@@ -28,3 +28,26 @@ def build_random_model(out: Path, *, seed: int = 7, full_size: bool = False, **m
     model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                          n_tags=len(vocabs.tags), seed=seed)
     return save_model(out, model=model, vocabs=vocabs, config=config, metrics={"dev": {"f1": 0.0}})
+
+
+def build_random_multi_model(out: Path, *, seed: int = 7) -> Path:
+    """A multi-corpus model (format ``nerservice.multi.v1``) with random weights and two heads: "dis"
+    (Disease) and "chem" (Chemical), over the same words as ``build_random_model``."""
+    from dataclasses import replace
+
+    from helpers import tiny_model_config
+    from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
+    from nerservice.artifacts.model_folder import save_model
+    from nerservice.config import NerConfig
+    from nerservice.data import Sentence
+    from nerservice.multi.tagger import build_multi_tagger
+    from nerservice.text.vocab import MultiTagVocabulary
+    from nerservice.training.trainer import build_vocabularies
+
+    tags = MultiTagVocabulary([("dis", ["O", "B-Disease", "I-Disease"]), ("chem", ["O", "B-Chemical", "I-Chemical"])])
+    vocabs = replace(build_vocabularies([Sentence(tuple(WORDS), tuple(TAGS))]), tags=tags)
+    config = NerConfig().model_copy(update={"model": tiny_model_config(max_word_length=24)})
+    model = build_multi_tagger(config.model, tags=tags, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
+                               seed=seed)
+    return save_model(out, model=model, vocabs=vocabs, config=config, fmt=MULTI_FORMAT,
+                      extra_files={MULTI: {"corpora": {"corpora": [{"name": "dis"}, {"name": "chem"}]}}})

@@ -1,9 +1,10 @@
 """Executor side of batch inference: the API's ``Extractor``, loaded once per executor Python worker.
 
 ``mapInPandas`` calls :func:`predict_frames` once per partition; the module-level cache keyed by the
-resolved model path means a Python worker that Spark reuses for the next partition (the default,
-``spark.python.worker.reuse=true``) loads the model (and its runtime: ONNX Runtime, or TensorFlow for the
-Keras path) only once.
+resolved model path and the Extractor options means a Python worker that Spark reuses for the next
+partition (the default, ``spark.python.worker.reuse=true``) loads the model (and its runtime: ONNX Runtime,
+or TensorFlow for the Keras path) only once, and never serves one head's (or one option set's) Extractor
+for another.
 """
 from __future__ import annotations
 
@@ -18,13 +19,22 @@ from nerservice.errors import RequestError
 OUTPUT_SCHEMA = ("id {id_type}, entities array<struct<start:int,end:int,label:string,text:string,score:double>>, "
                  "error string")
 
-_EXTRACTORS: dict[str, Any] = {}
+# (resolved model path, sorted Extractor options) -> Extractor.  The options are part of the key because
+# ``head`` picks other entity types from the same folder and ``with_scores``/``runtime`` change the answers:
+# one folder with two option sets is two Extractors.  A job's options are fixed, so a worker holds one.
+CacheKey = tuple[str, tuple[tuple[str, Any], ...]]
+_EXTRACTORS: dict[CacheKey, Any] = {}
+
+
+def cache_key(model_dir: str, options: dict[str, Any]) -> CacheKey:
+    return str(Path(model_dir).resolve()), tuple(sorted(options.items()))
 
 
 def extractor_for(model_dir: str, *, loads: Any = None, **options: Any) -> Any:
-    """The cached Extractor for ``model_dir`` (loaded on first use in this process). ``loads`` is an
-    optional Spark accumulator counting real loads, so a job can report how often the cache missed."""
-    key = str(Path(model_dir).resolve())
+    """The cached Extractor for ``model_dir`` with ``options`` (loaded on first use in this process).
+    ``loads`` is an optional Spark accumulator counting real loads, so a job can report how often the
+    cache missed."""
+    key = cache_key(model_dir, options)
     extractor = _EXTRACTORS.get(key)
     if extractor is None:
         from nerservice.distributed.threads import limit_tensorflow_threads, task_cpus
@@ -33,9 +43,10 @@ def extractor_for(model_dir: str, *, loads: Any = None, **options: Any) -> Any:
 
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         cpus = task_cpus()
-        if planned_runtime(key, options.get("runtime", "auto")) == "keras":
+        path = key[0]
+        if planned_runtime(path, options.get("runtime", "auto")) == "keras":
             limit_tensorflow_threads(cpus)  # imports TensorFlow: only when it will run the model
-        extractor = _EXTRACTORS[key] = Extractor.load(key, threads=cpus, **options)
+        extractor = _EXTRACTORS[key] = Extractor.load(path, threads=cpus, **options)
         if loads is not None:
             loads.add(1)
     return extractor

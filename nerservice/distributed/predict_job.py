@@ -29,7 +29,8 @@ class PredictRequest:
     text_col: str = "text"
     partitions: int | None = None
     overwrite: bool = False
-    options: dict[str, Any] = field(default_factory=dict)  # Extractor options (batch_size, token_budget, ...)
+    # Extractor.load options (batch_size, token_budget, head, ...), the same on every executor
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 def detect_format(paths: list[str]) -> str:
@@ -57,24 +58,34 @@ def read_texts(spark: Any, req: PredictRequest) -> tuple[Any, str]:
     return df.select(df[req.id_col].alias("id"), df[req.text_col].cast("string").alias("text")), id_type
 
 
-def resolve_model(ref: str) -> Path:
+def resolve_model(ref: str, *, head: str | None = None) -> Path:
     """On the driver, once: a store ref becomes one concrete verified version, so every executor serves
-    the same model even if the alias moves during the job."""
+    the same model even if the alias moves during the job.  ``head``: checked against the folder's tags
+    here (``check_folder_head``, the Extractor's own rule), so a wrong one fails once, with the Extractor's
+    coded error, instead of in every task after the model loads."""
     from nerservice.artifacts.formats import verify_manifest
     from nerservice.artifacts.resolve import resolve
 
     path = resolve(ref).path.resolve()
     verify_manifest(path)
+    if head is not None:
+        from nerservice.multi.head_view import check_folder_head
+
+        check_folder_head(path, head)
     return path
 
 
-def run_predict(spark: Any, req: PredictRequest) -> dict[str, Any]:
+def run_predict(spark: Any, req: PredictRequest, model_dir: Path | None = None) -> dict[str, Any]:
+    """``model_dir``: what ``resolve_model`` gave for this request (``spark_jobs/predict.py`` resolves before
+    its Spark session, and so its executors, start); resolved here when not given."""
     started = time.perf_counter()
+    # The model first: a request it cannot serve fails before the output is touched or a stage starts.
+    if model_dir is None:
+        model_dir = resolve_model(req.model, head=req.options.get("head"))
     if hadoopfs.exists(spark, req.output):
         if not req.overwrite:
             raise ConfigError(f"output {req.output} exists", hint="pass --overwrite to replace it")
         hadoopfs.delete(spark, req.output)
-    model_dir = resolve_model(req.model)
     if req.input_format in DOCUMENT_INPUTS or req.output_format not in ("parquet", "jsonl"):
         return _predict_documents(spark, req, model_dir, started)
     texts, id_type = read_texts(spark, req)
@@ -93,8 +104,9 @@ def run_predict(spark: Any, req: PredictRequest) -> dict[str, Any]:
     counts = written.selectExpr("count(*) as texts", "sum(if(entities is null, 0, size(entities))) as entities",
                                 "count(error) as errors").first()
     summary = {
-        "model": req.model, "model_dir": str(model_dir), "inputs": req.inputs, "output": req.output,
-        "texts": int(counts["texts"]), "entities": int(counts["entities"] or 0), "errors": int(counts["errors"]),
+        "model": req.model, "model_dir": str(model_dir), "head": req.options.get("head"), "inputs": req.inputs,
+        "output": req.output, "texts": int(counts["texts"]), "entities": int(counts["entities"] or 0),
+        "errors": int(counts["errors"]),
         "partitions": texts.rdd.getNumPartitions(), "extractor_loads": int(loads.value),
         # Wall time of the inference+write stage (executor Python start and model loads included), and the
         # seconds all tasks together spent inside Extractor.extract.
@@ -118,7 +130,8 @@ def _predict_documents(spark: Any, req: PredictRequest, model_dir: Path, started
     summary = run_predict_documents(spark, inputs=req.inputs, output=req.output, model_dir=str(model_dir),
                                     input_format=fmt, output_format=req.output_format, partitions=req.partitions,
                                     options=req.options)
-    summary.update({"model": req.model, "model_dir": str(model_dir), "inputs": req.inputs, "output": req.output,
-                    "output_format": req.output_format, "seconds": round(time.perf_counter() - started, 3)})
+    summary.update({"model": req.model, "model_dir": str(model_dir), "head": req.options.get("head"),
+                    "inputs": req.inputs, "output": req.output, "output_format": req.output_format,
+                    "seconds": round(time.perf_counter() - started, 3)})
     print(json.dumps(summary), flush=True)
     return summary

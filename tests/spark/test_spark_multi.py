@@ -1,6 +1,6 @@
 """Multi-corpus on a real standalone cluster: preprocess.py --corpora, then train.py --final --seeds 2 on its
 output, each stage a barrier stage of 2 workers (identical weights, one CRF head per corpus, label maps
-applied)."""
+applied), then predict.py --head on the ensemble it made (one head's types, as the in-process Extractor)."""
 from __future__ import annotations
 
 import json
@@ -17,9 +17,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path, capsys) -> None:
+    import pandas as pd
+
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.layout import MULTI_FORMAT
     from nerservice.cli.main import main
+    from nerservice.data import read_corpus
     from nerservice.inference import Extractor
 
     # 80/20/20 sentences per corpus (as tests/multi/test_final.py): nothing below depends on the size, and a
@@ -75,3 +78,24 @@ def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path, cap
     again = json.loads(capsys.readouterr().out)
     assert again["per_corpus"]["dis"]["micro"] == pytest.approx(summary["test"]["per_corpus"]["dis"]["micro"])
     assert Extractor.load(final / "ensemble").labels == ["Disease", "Drug"]
+
+    # Batch inference of one head (predict.py --head) on the model trained above, rather than a job of its own:
+    # the "chem" head alone answers, exactly as the in-process Extractor of that head does.
+    texts = [" ".join(s.tokens) for name in ("chem", "dis")
+             for s in read_corpus(config.parent / name / "test.tsv").sentences]
+    src = tmp_path / "texts.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(texts)))
+    proc = spark_cluster.submit("spark_jobs/predict.py", "--model", str(final / "ensemble"), "--head", "chem",
+                                "--input", str(src), "--output", str(tmp_path / "preds"), "--partitions", "2",
+                                timeout=240)
+    check(proc, "predict --head chem")
+    summary = last_json(proc.stdout)
+    assert summary["head"] == "chem" and summary["texts"] == len(texts) and summary["errors"] == 0
+    got = pd.read_parquet(tmp_path / "preds").set_index("id")
+    expected = Extractor.load(final / "ensemble", head="chem").extract(texts)
+    assert sum(len(e) for e in expected) == summary["entities"] > 0
+    for i, ents in enumerate(expected):
+        row = list(got.loc[i, "entities"])
+        assert [(e["start"], e["end"], e["label"]) for e in row] == [(e.start, e.end, e.label) for e in ents]
+        assert all(abs(a["score"] - b.score) < 1e-5 for a, b in zip(row, ents))
+    assert {e["label"] for row in got["entities"] for e in row} == {"Drug"}  # no other head's types
