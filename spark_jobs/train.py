@@ -16,6 +16,7 @@ import argparse
 import json
 from typing import Any
 
+from nerservice.distil.options import add_teacher_options, check_teacher_options
 from nerservice.distributed.session import run_main
 
 
@@ -44,13 +45,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "also cross-fit and distil the final model(s) into one student, --out/student (registered with "
                    "--register; nothing else is): train + dev is cut into --folds blocks, N models train on every "
                    "other block for phase 1's epoch count, each block's teachers label it, the final ensemble "
-                   "labels --unlabelled; the student trains on the targets mixed with gold (distil.gold_weight=0.5) "
-                   "and one synthetic variant per sentence (distil.augment=1). Every training is a barrier stage; "
-                   "--set distil.KEY=VALUE changes the distillation")
+                   "(or --teacher) labels --unlabelled; the student trains on the targets mixed with gold "
+                   "(distil.gold_weight=0.5) and one synthetic variant per sentence (distil.augment=1). Every "
+                   "training is a barrier stage; --set distil.KEY=VALUE changes the distillation")
     p.add_argument("--folds", type=int, metavar="K", help="with --distil: cross-fitting blocks (default 2)")
     p.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE", help="with --distil: unlabelled text "
                    "(one token per line, blank line between sentences; the first column of a TSV), read on the "
                    "driver and shipped to the workers, e.g. other corpora's train + dev files — never test text")
+    add_teacher_options(p)  # the same text as `nerservice train`'s
     p.add_argument("--no-resume", action="store_true", help="ignore an existing --out/checkpoint")
     p.add_argument("--collective-timeout", type=float, default=600.0, metavar="S",
                    help="seconds a worker waits for its peers in one all-reduce before failing the stage")
@@ -90,7 +92,7 @@ def recipe(spark: Any, args: argparse.Namespace, config: Any, embeddings: list[s
 
 
 def distil_recipe(spark: Any, args: argparse.Namespace, config: Any, dconfig: Any, unlabelled: Any,
-                  embeddings: list[str], kill: Any) -> dict[str, Any]:
+                  teacher: Any, embeddings: list[str], kill: Any) -> dict[str, Any]:
     """--final --seeds N --distil: ``nerservice/distributed/distil_job.py``."""
     from nerservice.distil.recipe import DEFAULT_FOLDS
     from nerservice.distributed.distil_job import final_distil_job
@@ -98,7 +100,8 @@ def distil_recipe(spark: Any, args: argparse.Namespace, config: Any, dconfig: An
     return final_distil_job(spark, data_dir=args.data, out=args.out, world=args.workers, config=config,
                             distil_config=dconfig, seeds=args.seeds,
                             folds=DEFAULT_FOLDS if args.folds is None else args.folds, unlabelled=unlabelled,
-                            unlabelled_files=args.unlabelled, register=args.register, embeddings=embeddings,
+                            unlabelled_files=args.unlabelled, teacher=teacher, register=args.register,
+                            embeddings=embeddings,
                             resume=not args.no_resume, collective_timeout_s=args.collective_timeout, kill=kill,
                             backend=args.backend, scaling=args.scaling, rule=args.lr_rule)
 
@@ -128,7 +131,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.seeds > 1 and not args.distil and (args.register or args.promote):
         raise ConfigError("--register/--promote with --seeds: register the ensemble when it is written",
                           hint="nerservice models register NAME OUT/ensemble")
-    dconfig = unlabelled = None
+    check_teacher_options(distil=args.distil, teacher=args.teacher, head=args.teacher_head, unlabelled=args.unlabelled)
+    dconfig = unlabelled = teacher = None
     if args.distil:
         from nerservice.distil.recipe import recipe_distil_config
 
@@ -140,12 +144,19 @@ def main(argv: list[str] | None = None) -> None:
         dconfig = recipe_distil_config(distil_sets)
         # read (and bounded) before anything trains: a bad file fails the job at once, with its line
         unlabelled = dconfig.read_unlabelled(args.unlabelled)
+        if args.teacher:
+            from nerservice.distil.teacher_ref import load_teacher
+
+            # on the driver, before the session: a store ref pinned to one folder (the executors load that one),
+            # its manifest verified, a missing or wrong head refused; its tags are checked against the corpus
+            # once the splits are read, before any stage (distil_job.final_distil_job)
+            teacher = load_teacher(args.teacher, head=args.teacher_head)
     elif args.folds is not None or args.unlabelled:
         raise ConfigError("--folds and --unlabelled belong to --distil", hint="train.py --final --distil")
     spark = get_session("nerservice-train", defaults=TRAIN_DEFAULTS)
     try:
         if args.distil:
-            summary = distil_recipe(spark, args, config, dconfig, unlabelled, embeddings, kill)
+            summary = distil_recipe(spark, args, config, dconfig, unlabelled, teacher, embeddings, kill)
         elif args.final or args.seeds > 1:
             summary = recipe(spark, args, config, embeddings, kill)
         else:

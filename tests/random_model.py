@@ -3,6 +3,7 @@
 Top-level module (like ``helpers``): pytest puts ``tests/`` on sys.path through tests/conftest.py."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,13 @@ def build_random_model(out: Path, *, seed: int = 7, full_size: bool = False, **m
     return save_model(out, model=model, vocabs=vocabs, config=config, metrics={"dev": {"f1": 0.0}})
 
 
-def build_random_multi_model(out: Path, *, seed: int = 7) -> Path:
-    """A multi-corpus model (format ``nerservice.multi.v1``) with random weights and two heads: "dis"
-    (Disease) and "chem" (Chemical), over the same words as ``build_random_model``."""
+TWO_HEADS = (("dis", ["O", "B-Disease", "I-Disease"]), ("chem", ["O", "B-Chemical", "I-Chemical"]))
+
+
+def build_random_multi_model(out: Path, *, seed: int = 7,
+                             heads: Sequence[tuple[str, list[str]]] = TWO_HEADS) -> Path:
+    """A multi-corpus model (format ``nerservice.multi.v1``) with random weights and ``heads`` (name, tags)
+    — by default two: "dis" (Disease) and "chem" (Chemical) — over the same words as ``build_random_model``."""
     from dataclasses import replace
 
     from helpers import tiny_model_config
@@ -44,10 +49,10 @@ def build_random_multi_model(out: Path, *, seed: int = 7) -> Path:
     from nerservice.text.vocab import MultiTagVocabulary
     from nerservice.training.trainer import build_vocabularies
 
-    tags = MultiTagVocabulary([("dis", ["O", "B-Disease", "I-Disease"]), ("chem", ["O", "B-Chemical", "I-Chemical"])])
+    tags = MultiTagVocabulary([(name, list(head)) for name, head in heads])
     vocabs = replace(build_vocabularies([Sentence(tuple(WORDS), tuple(TAGS))]), tags=tags)
     config = NerConfig().model_copy(update={"model": tiny_model_config(max_word_length=24)})
     model = build_multi_tagger(config.model, tags=tags, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                                seed=seed)
     return save_model(out, model=model, vocabs=vocabs, config=config, fmt=MULTI_FORMAT,
-                      extra_files={MULTI: {"corpora": {"corpora": [{"name": "dis"}, {"name": "chem"}]}}})
+                      extra_files={MULTI: {"corpora": {"corpora": [{"name": name} for name, _ in heads]}}})

@@ -85,6 +85,8 @@ FLOORS: dict[str, int] = {
     "nerservice.store": 5,
     # Resolving a reference may reach the (optional) store; nothing below it may.
     "nerservice.artifacts.resolve": 6,
+    # Which teacher a reference names: resolve, load, a head (every shell's --teacher).
+    "nerservice.distil.teacher_ref": 6,
     "nerservice.cli": 7, "nerservice.distributed": 7,
 }
 

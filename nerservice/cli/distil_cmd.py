@@ -82,11 +82,9 @@ def run(args: argparse.Namespace) -> int:
     if args.teacher_head and args.corpora:
         raise ConfigError("--teacher-head distils one head into a single-corpus student on --train/--dev; --corpora "
                           "distils every head", hint="drop one of them")
-    teacher = load_teacher(args.teacher)
-    if args.teacher_head:  # a single-corpus --teacher is refused here (HeadArtifact)
-        from nerservice.distil.head import head_teacher
+    from nerservice.distil.teacher_ref import load_teacher
 
-        teacher = head_teacher(teacher, args.teacher_head)
+    teacher = load_teacher(args.teacher, head=args.teacher_head)  # a single-corpus one with a head: refused here
     if teacher.multi != bool(args.corpora):
         raise ConfigError(f"{args.teacher} is a {'multi' if teacher.multi else 'single'}-corpus model; "
                           + ("distil it on its corpora config" if teacher.multi else "--corpora is for a "
@@ -184,6 +182,7 @@ def fold_teachers(items: list[str], train_files: list[str], sentences: Any, *, h
     from pathlib import Path
 
     from nerservice.distil.run import FoldTeacher
+    from nerservice.distil.teacher_ref import load_teacher
     from nerservice.errors import ConfigError
 
     folds = []
@@ -197,20 +196,6 @@ def fold_teachers(items: list[str], train_files: list[str], sentences: Any, *, h
             raise ConfigError(f"--cross-fit names {file}, which is not one of the --train files {train_files}",
                               hint="cross-fitting labels part of the labelled text: name a --train file")
         rows = [i for i, s in enumerate(sentences) if s.file is not None and Path(s.file).resolve() == path]
-        folds.append(FoldTeacher(load_teacher(ref, head=head), rows))
+        folds.append(FoldTeacher(load_teacher(ref, head=head, single_as_is=True), rows))
     return folds
 
-
-def load_teacher(ref: str, *, head: str | None = None) -> Teacher:
-    """A teacher reference (ensemble or model folder, run folder, store reference) resolved, pinned, loaded;
-    with ``head``, a multi-corpus teacher seen as that head (``distil/head.py``) and a single-corpus one as
-    itself: --cross-fit teachers of either kind may serve a --teacher-head student."""
-    from nerservice.artifacts.formats import load_model
-    from nerservice.artifacts.resolve import resolve
-    from nerservice.distil.head import head_teacher
-    from nerservice.distil.run import teacher_from
-
-    resolved = resolve(ref)
-    teacher = teacher_from(load_model(resolved.path), ref=ref, path=resolved.path, name=resolved.name,
-                           version=resolved.version)
-    return head_teacher(teacher, head) if head and teacher.multi else teacher

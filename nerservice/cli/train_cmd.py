@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read, reading_options
+from nerservice.distil.options import add_teacher_options, check_teacher_options
 
 SHORTHANDS = {  # flag → config key; anything else via --set
     "epochs": "training.epochs", "batch_size": "training.batch_size", "seed": "training.seed",
@@ -48,10 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "--folds blocks, N models train on every other block for phase 1's epoch count and label their "
                    "own; the student trains on those targets mixed with gold (distil.gold_weight=0.5), one "
                    "synthetic variant per sentence (distil.augment=1) and --unlabelled text labelled by the final "
-                   "ensemble. --set distil.KEY=VALUE changes the distillation (see `nerservice distil`)")
+                   "ensemble (or --teacher). --set distil.KEY=VALUE changes the distillation (see `nerservice "
+                   "distil`)")
     p.add_argument("--folds", type=int, metavar="K", help="with --distil: cross-fitting blocks (default 2)")
     p.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE", help="with --distil: unlabelled text "
                    "for the student, one token per line (IOB files' tags ignored; never test text)")
+    add_teacher_options(p)
     p.add_argument("--jobs", type=int, default=1, metavar="J", help="with --seeds N or --distil: train up to J "
                    "of the independent runs (the seeds, phase 2's models, the fold teachers) at once, each in its "
                    "own worker process with 1/J of the cores (on a GPU with the JAX backend: J processes share it)")
@@ -105,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs != 1 and (args.corpora or args.data_parallel):
         raise ConfigError("--jobs runs one corpus's independent trainings in worker processes; not with "
                           "--corpora or --data-parallel")
+    check_teacher_options(distil=args.distil, teacher=args.teacher, head=args.teacher_head, unlabelled=args.unlabelled)
     if args.distil:
         return run_distil(args, config)
     if args.folds is not None or args.unlabelled:
@@ -172,6 +176,11 @@ def run_distil(args: argparse.Namespace, config: Any) -> int:
     test_c = read(args.test, args) if args.test else None
     held_out_blocks(len(train_c.sentences) + len(dev_c.sentences), folds)  # a bad --folds fails here
     unlabelled = dconfig.read_unlabelled(args.unlabelled)
+    teacher = None
+    if args.teacher:  # its reference, head and tags are checked before anything trains (final_distil)
+        from nerservice.distil.teacher_ref import load_teacher
+
+        teacher = load_teacher(args.teacher, head=args.teacher_head)
     base = {"train": args.train, "dev": args.dev, "test": args.test, "embeddings": config.model.embeddings,
             "reading": reading_options(args)}
 
@@ -180,12 +189,17 @@ def run_distil(args: argparse.Namespace, config: Any) -> int:
 
     result = final_distil(runs, config, dconfig, args.out, train=train_c.sentences, dev=dev_c.sentences,
                           test=test_c.sentences if test_c else None, unlabelled=unlabelled, seeds=args.seeds,
-                          folds=folds, sources={**base, "unlabelled": args.unlabelled, "recipe": "final-distil"},
+                          folds=folds, sources={**base, "unlabelled": args.unlabelled, "recipe": "final-distil",
+                                                **({"teacher": args.teacher, "teacher_head": args.teacher_head}
+                                                   if teacher else {})},
                           callbacks=store_callbacks(args, config), resume=not args.no_resume,
-                          progress=not args.quiet)
+                          progress=not args.quiet, teacher=teacher)
     o = result.student.outcome
+    # --teacher: its test figure (distil() scores the teacher it was given), beside the final ensemble's
+    unlabelled_test = result.student.teacher_test if teacher else None
     if args.json:
         print(json.dumps({"dev": o.dev, "test": o.test, "teacher_test": result.teacher_metrics.get("test"),
+                          "unlabelled_teacher_test": unlabelled_test,
                           "folds": {f.name: f.held_out for f in result.folds}, "model_dir": str(o.best_dir),
                           "teacher_dir": str(result.teacher_dir), "recipe": result.record,
                           "minutes": round(result.seconds / 60, 2)}, indent=2))
@@ -198,6 +212,9 @@ def run_distil(args: argparse.Namespace, config: Any) -> int:
     if "test" in result.teacher_metrics:
         print_scores(f"test (final teacher, {max(len(result.teachers.members), 1)} model(s))",
                      result.teacher_metrics["test"])
+    if unlabelled_test:
+        print_scores(f"test (--teacher {args.teacher}{f' head {args.teacher_head}' if args.teacher_head else ''}, "
+                     "the unlabelled text's teacher)", unlabelled_test)
     print(f"\nstudent: {len(o.history)} epochs, "
           f"{o.seconds / 60:.1f} min (+ {result.student.targets_seconds:.0f} s for the targets)")
     if o.test:

@@ -7,6 +7,8 @@ you have — labelled corpora and unlabelled text alike — so users get ensembl
     run.py       ``distil()``: teacher + corpora -> a normal model folder (through ``training.trainer.train``)
     folds.py     cross-fitting folds: K contiguous blocks of the labelled text
     recipe.py    ``nerservice train --final --seeds N --distil``: final ensemble, fold teachers, student in one go
+    options.py   the recipe's --teacher / --teacher-head, declared once for ``nerservice train`` and Spark
+    teacher_ref.py  which teacher a reference names (resolved, loaded, one head): every shell's --teacher
 
 The loss is sequence-level knowledge distillation, exact for linear-chain CRFs (``CRF.cross_entropy``).
 """

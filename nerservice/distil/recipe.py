@@ -16,6 +16,17 @@ took a dozen commands by hand.
    labelled by the main teacher.  These two settings are session 20's recipe; ``--set distil.KEY=VALUE``
    changes them.
 
+``--teacher REF [--teacher-head NAME]`` (``unlabelled_teacher`` here) replaces the main teacher *in the
+student's stage*: the K blocks cover every labelled row, so every labelled sentence and every variant takes its
+fold teacher's targets and what ``plan_distillation`` leaves to the main teacher is the unlabelled text alone.
+Its tags are the student's columns (``DistilPlan.tags``) and its test figure is ``DistilOutcome.teacher_test``.
+Stages 1 and 2 are unchanged: the N final models still train and OUT/ensemble is still saved and scored (the
+recipe's deliverable besides the student).  It must be one corpus's teacher (a multi-corpus one through one
+head, ``distil/head.py``) with exactly the tags of train + dev — the fold teachers' columns, which the labelled
+targets take — checked before anything trains (``check_unlabelled_teacher``); the student's lineage records it
+as ``recipe.unlabelled_teacher`` (and ``distillation.teacher``).  Session 26's best NCBI-disease students
+(86.47, BENCHMARKS.md) had a four-corpus ensemble's ``ncbi`` head in this role.
+
 Cost: 1 + N(K + 1) trainings (the K fold ones on (K-1)/K of the text each) and the student's (its epochs see
 the labelled text twice with one variant, plus the unlabelled text).  Every stage resumes: a rerun with the
 same OUT skips finished trainings, rebuilds the ensembles, recomputes the (deterministic) targets and resumes
@@ -39,7 +50,9 @@ from nerservice.data import Sentence
 from nerservice.data.unlabelled import UnlabelledText
 from nerservice.distil.config import DistilConfig
 from nerservice.distil.folds import fold_name, held_out_blocks
-from nerservice.distil.run import DistilOutcome, FoldTeacher, distil, folder_teacher
+from nerservice.distil.run import DistilOutcome, FoldTeacher, Teacher, check_tags, distil, folder_teacher
+from nerservice.errors import ConfigError
+from nerservice.text.vocab import TagVocabulary
 from nerservice.training.recipes import (
     ENSEMBLE_DIR,
     RecipeResult,
@@ -86,6 +99,7 @@ class CrossFitTeachers:
     student_config: NerConfig  # phase 1's epoch count, the first seed, model-last
     record: dict[str, Any]  # the recipe as the student's lineage records it
     seconds: float
+    unlabelled_teacher: Teacher | None  # --teacher (checked); None: the main teacher labels the unlabelled text
 
     def fold_teachers(self) -> list[FoldTeacher]:
         return [FoldTeacher(folder_teacher(f.teacher_dir), f.rows) for f in self.folds]
@@ -103,16 +117,41 @@ def recipe_distil_config(overrides: dict[str, Any]) -> DistilConfig:
     return DistilConfig().with_overrides({**RECIPE_DISTIL, **overrides})
 
 
+def check_unlabelled_teacher(teacher: Teacher, *, labelled: Sequence[Sentence],
+                             test: Sequence[Sentence] | None) -> None:
+    """``--teacher`` before anything trains: a single-corpus teacher (a multi-corpus one seen through a head)
+    whose tags are exactly those of ``labelled`` (train + dev).  Covering the corpus's tags is not enough: the
+    teacher's tags become the student's columns, and every labelled sentence takes its fold teacher's targets,
+    in the columns of the corpus's own tags — ``check_cross_fit`` would find a mismatch only after every
+    teacher has trained."""
+    name = teacher.info["ref"] + (f" (head {teacher.info['head']})" if teacher.info.get("head") else "")
+    if teacher.multi:
+        heads = teacher.info.get("heads")
+        raise ConfigError(f"--teacher {name} is a multi-corpus model (heads {heads}): one of its heads labels "
+                          "this corpus's unlabelled text", hint=f"--teacher-head NAME, one of {heads}")
+    tags = teacher.tags
+    assert isinstance(tags, TagVocabulary)
+    check_tags(tags, {"train + dev": labelled, **({"test": test} if test else {})})
+    corpus = TagVocabulary({t for s in labelled for t in s.tags}).tags
+    if tags.tags != corpus:
+        raise ConfigError(f"--teacher {name} has tags {tags.tags}; the corpus's (train + dev) are {corpus}",
+                          hint="the student's tags are the teacher's and its labelled targets come from fold "
+                               "teachers of the corpus's tags: pick a teacher (head) of exactly these types")
+
+
 def cross_fit_teachers(runs: RunMany, config: NerConfig, out: str | Path, *, train: Sequence[Sentence],
                        dev: Sequence[Sentence], test: Sequence[Sentence] | None, seeds: int,
                        folds: int = DEFAULT_FOLDS, sources: dict[str, Any] | None = None,
-                       progress: bool = True) -> CrossFitTeachers:
+                       unlabelled_teacher: Teacher | None = None, progress: bool = True) -> CrossFitTeachers:
     """Stages 1 and 2 above, every training through ``runs`` (in this process, worker processes, or Spark
-    barrier stages); the ensembles are saved and scored where this runs."""
+    barrier stages); the ensembles are saved and scored where this runs.  ``unlabelled_teacher``: ``--teacher``
+    (see above), checked here first and recorded."""
     t0 = time.perf_counter()
     out, sources = Path(out), dict(sources or {})
     labelled = [*train, *dev]
     blocks = held_out_blocks(len(labelled), folds)  # refused before anything trains
+    if unlabelled_teacher is not None:
+        check_unlabelled_teacher(unlabelled_teacher, labelled=labelled, test=test)
     seed_list = [config.training.seed + i for i in range(seeds)]
 
     def home(folder: Path, seed: int) -> Path:
@@ -150,9 +189,13 @@ def cross_fit_teachers(runs: RunMany, config: NerConfig, out: str | Path, *, tra
         if progress:
             print(f"fold {name}: teachers on {len(labelled) - len(rows)} sentences, F1 "
                   f"{held_out['held_out']['micro']['f1']:.4f} on the {len(rows)} they never saw", flush=True)
+    own = {"path": str(teacher_dir), "members": seeds}
     record = {
         "name": RECIPE_NAME, "phase1": final["phase1"], "phase2": final["phase2"],
-        "teacher": {"path": str(teacher_dir), "members": seeds},
+        "teacher": own,
+        # who labelled the unlabelled text (the folds' teachers labelled the rest): --teacher's reference, folder,
+        # version and head, or the recipe's own teacher
+        "unlabelled_teacher": unlabelled_teacher.info if unlabelled_teacher is not None else own,
         "folds": [{"fold": f.name, "held_out_rows": [f.rows.start, f.rows.stop], "teacher": str(f.teacher_dir),
                    "members": len(f.runs), "held_out_f1": float(f.held_out["micro"]["f1"]),
                    "minutes": round(sum(r.seconds for r in f.runs) / 60, 2)} for f in fold_results],
@@ -160,21 +203,21 @@ def cross_fit_teachers(runs: RunMany, config: NerConfig, out: str | Path, *, tra
     }
     return CrossFitTeachers(teachers=main, teacher_dir=teacher_dir, teacher_metrics=teacher_metrics,
                             folds=fold_results, student_config=phase2_config(config, epochs, seed_list[0]),
-                            record=record, seconds=time.perf_counter() - t0)
+                            record=record, seconds=time.perf_counter() - t0, unlabelled_teacher=unlabelled_teacher)
 
 
 def final_distil(runs: RunMany, config: NerConfig, distil_config: DistilConfig, out: str | Path, *,
                  train: Sequence[Sentence], dev: Sequence[Sentence], test: Sequence[Sentence] | None,
                  unlabelled: UnlabelledText | None = None, seeds: int, folds: int = DEFAULT_FOLDS,
                  sources: dict[str, Any] | None = None, callbacks: Sequence[TrainCallback] = (),
-                 resume: bool = True, progress: bool = True) -> FinalDistilResult:
+                 resume: bool = True, progress: bool = True, teacher: Teacher | None = None) -> FinalDistilResult:
     """The three stages above, the student in this process; ``callbacks`` (e.g. the model store's) see the
-    student's run only."""
+    student's run only.  ``teacher``: the unlabelled text's teacher instead of the recipe's own (``--teacher``)."""
     t0 = time.perf_counter()
     t = cross_fit_teachers(runs, config, out, train=train, dev=dev, test=test, seeds=seeds, folds=folds,
-                           sources=sources, progress=progress)
+                           sources=sources, unlabelled_teacher=teacher, progress=progress)
     # 3. the student
-    student = distil(t.student_config, distil_config, teacher=folder_teacher(t.teacher_dir),
+    student = distil(t.student_config, distil_config, teacher=t.unlabelled_teacher or folder_teacher(t.teacher_dir),
                      train_data=[*train, *dev], dev_data=dev, test_data=test, unlabelled=unlabelled,
                      out_dir=Path(out) / STUDENT_DIR, sources=dict(sources or {}), callbacks=callbacks,
                      resume=resume, progress=progress, keep="last", recipe=t.record, cross_fit=t.fold_teachers())

@@ -95,7 +95,7 @@ class FoldTeacher:
 
 def teacher_from(loaded: Any, *, ref: str, path: str | Path, name: str, version: str) -> Teacher:
     """A loaded model folder (``artifacts.formats.load_model``) as a teacher; the shell resolved ``ref``
-    to ``path``, ``name`` and ``version`` (``artifacts.resolve``: see ``cli/distil_cmd.load_teacher``)."""
+    to ``path``, ``name`` and ``version`` (``artifacts.resolve``: see ``distil/teacher_ref.load_teacher``)."""
     from nerservice.artifacts.ensemble_folder import is_ensemble_dir
 
     members = len(getattr(loaded, "members", [])) or 1
@@ -108,7 +108,7 @@ def teacher_from(loaded: Any, *, ref: str, path: str | Path, name: str, version:
 
 def folder_teacher(path: str | Path) -> Teacher:
     """A model or ensemble folder (the final-distil recipe's own teachers), named and versioned as
-    ``artifacts.resolve`` names a folder; other references go through the shell (``cli/distil_cmd``)."""
+    ``artifacts.resolve`` names a folder; other references go through ``distil/teacher_ref.py``."""
     from nerservice.artifacts.files import manifest_fingerprint
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.layout import RUN_MODELS

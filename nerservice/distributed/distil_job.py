@@ -7,7 +7,11 @@ tasks (``run_training`` with the rows the recipe chose: a fold teacher's are eve
 its dev the block it labels); the ensembles are saved and scored on the driver, as ``--seeds N`` does.  The
 student is one more barrier stage: every worker loads the teachers from the shared output folder, computes the
 same targets (``worker._distil``) and trains its slice of every batch; rank 0 writes ``OUT/student`` and, with
-``--register``, registers it — the only model of the recipe that goes to the store.
+``--register``, registers it — the only model of the recipe that goes to the store.  With ``--teacher``
+the driver has loaded that teacher (``distil/teacher_ref.py``: a store ref pinned to one folder, which every
+executor must see) and ``cross_fit_teachers`` checks it against the corpus before the first stage; the student's
+spec names its folder and head, and the workers load it there (``worker.spec_teachers``; the student's
+``distillation.teacher`` then names it by that folder, its ``recipe.unlabelled_teacher`` by the reference).
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from nerservice.config import NerConfig
 from nerservice.data.unlabelled import UnlabelledText
 from nerservice.distil.config import DistilConfig
 from nerservice.distil.recipe import STUDENT_DIR, RunMany, cross_fit_teachers
+from nerservice.distil.run import Teacher
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.multi_corpora import CORPORA_FILE
 from nerservice.distributed.train_job import local_out_dir, read_splits, run_summary, run_training
@@ -47,9 +52,10 @@ def spark_runs(spark: Any, *, data_dir: str, world: int, **options: Any) -> RunM
 
 def final_distil_job(spark: Any, *, data_dir: str, out: str, world: int, config: NerConfig,
                      distil_config: DistilConfig, seeds: int, folds: int, unlabelled: UnlabelledText | None,
-                     unlabelled_files: Sequence[str] = (), register: str | None = None,
-                     **options: Any) -> dict[str, Any]:
-    """``options``: ``run_training``'s (embeddings, resume, backend, scaling, ...).  Returns the job summary."""
+                     unlabelled_files: Sequence[str] = (), teacher: Teacher | None = None,
+                     register: str | None = None, **options: Any) -> dict[str, Any]:
+    """``teacher``: the unlabelled text's (``--teacher``), loaded on the driver.  ``options``: ``run_training``'s
+    (embeddings, resume, backend, scaling, ...).  Returns the job summary."""
     if hadoopfs.exists(spark, hadoopfs.join(data_dir, CORPORA_FILE)):
         raise ConfigError("--distil cross-fits one corpus's train + dev; a multi-corpus model is distilled by "
                           "`nerservice distil --corpora`", hint="train.py --final --seeds N, then nerservice distil "
@@ -60,9 +66,12 @@ def final_distil_job(spark: Any, *, data_dir: str, out: str, world: int, config:
     test = sentences_from_rows(rows["test"]) if rows.get("test") else None
     sources = {"recipe": "final-distil", "unlabelled": list(unlabelled_files)}
     teachers = cross_fit_teachers(spark_runs(spark, data_dir=data_dir, world=world, **options), config, root,
-                                  train=train, dev=dev, test=test, seeds=seeds, folds=folds, sources=sources)
+                                  train=train, dev=dev, test=test, seeds=seeds, folds=folds, sources=sources,
+                                  unlabelled_teacher=teacher)
     student_rows = {**rows, **({"unlabelled": unlabelled_rows(unlabelled)} if unlabelled else {})}
-    spec = {"config": distil_config.model_dump(mode="json"), "teacher": str(teachers.teacher_dir),
+    spec = {"config": distil_config.model_dump(mode="json"),
+            "teacher": teacher.info["path"] if teacher else str(teachers.teacher_dir),
+            "head": teacher.info.get("head") if teacher else None,
             "folds": [[str(f.teacher_dir), f.rows.start, f.rows.stop] for f in teachers.folds]}
     s = run_training(spark, data_dir=data_dir, out_dir=str(root / STUDENT_DIR), world=world,
                      config=teachers.student_config, register=register, train_on_dev=True, keep="last",

@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from nerservice.distributed.rendezvous import Peer, agree, rendezvous, tf_config
 from nerservice.distributed.shards import shard_of_epoch
 from nerservice.errors import DistributedError, PromotionRefusedError
 from nerservice.training.resume import run_checkpoint_epoch
+
+if TYPE_CHECKING:  # the distillation modules load in the student's stage only
+    from nerservice.distil.run import FoldTeacher, Teacher
 
 ATTEMPTS = "attempts.jsonl"
 _STRATEGY_CREATED = False  # TF's collective runtime can be configured once per process
@@ -65,8 +68,9 @@ class TrainSpec:
     keep: str = "best"
     recipe: dict[str, Any] | None = None
     # A distillation student (``spark_jobs/train.py --final --distil``): {"config": DistilConfig as JSON,
-    # "teacher": the main teacher's folder, "folds": [[fold teacher folder, first row, end row], ...]} on shared
-    # storage; the data then may hold "unlabelled" rows (no tags).  None = an ordinary run.
+    # "teacher": the main teacher's folder, "head": its head NAME (--teacher-head) or None, "folds": [[fold
+    # teacher folder, first row, end row], ...]} on shared storage; the data then may hold "unlabelled" rows
+    # (no tags).  None = an ordinary run.
     distil: dict[str, Any] | None = None
 
 
@@ -293,13 +297,25 @@ def _distil(spec: dict[str, Any], config: Any, train_data: list[Sentence], dev_d
     """A distillation student's stage: every worker loads the teachers from shared storage and computes the
     same targets (deterministic: no exchange of the arrays), then trains its slice of every batch."""
     from nerservice.distil.config import DistilConfig
-    from nerservice.distil.run import FoldTeacher, distil, folder_teacher
+    from nerservice.distil.run import distil
 
-    folds = [FoldTeacher(folder_teacher(path), range(int(a), int(b))) for path, a, b in spec["folds"]]
-    return distil(config, DistilConfig.model_validate(spec["config"]), teacher=folder_teacher(spec["teacher"]),
+    teacher, folds = spec_teachers(spec)
+    return distil(config, DistilConfig.model_validate(spec["config"]), teacher=teacher,
                   train_data=train_data, dev_data=dev_data, test_data=test_data,
                   unlabelled=unlabelled_from_rows(unlabelled) if unlabelled else None, cross_fit=folds,
                   **options).outcome
+
+
+def spec_teachers(spec: dict[str, Any]) -> tuple[Teacher, list[FoldTeacher]]:
+    """A student spec's main teacher (seen as its "head", when the driver's --teacher-head named one) and fold
+    teachers, loaded from their folders: the same on every worker (each named by its folder in the lineage)."""
+    from nerservice.distil.head import head_teacher
+    from nerservice.distil.run import FoldTeacher, folder_teacher
+
+    teacher = folder_teacher(spec["teacher"])
+    if spec.get("head"):
+        teacher = head_teacher(teacher, spec["head"])
+    return teacher, [FoldTeacher(folder_teacher(path), range(int(a), int(b))) for path, a, b in spec["folds"]]
 
 
 def _chief_summary(spec: TrainSpec, outcome: Any, store_cb: Any) -> dict[str, Any]:

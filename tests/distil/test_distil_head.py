@@ -31,10 +31,10 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_a_head_teachers_targets_are_that_heads_block_of_the_multi_corpus_targets(work: dict[str, Path]) -> None:
-    from nerservice.cli.distil_cmd import load_teacher
     from nerservice.demo_corpus import generate
     from nerservice.distil.head import head_teacher
     from nerservice.distil.targets import build_targets
+    from nerservice.distil.teacher_ref import load_teacher
     from nerservice.model.heads import decode_head
     from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary
 
@@ -67,9 +67,9 @@ def test_a_head_distils_into_a_single_corpus_student_beside_a_cross_fitting_teac
                                                                                     capsys) -> None:
     from nerservice.artifacts.formats import load_model
     from nerservice.artifacts.layout import LAST
-    from nerservice.cli.distil_cmd import load_teacher
     from nerservice.demo_corpus import generate
     from nerservice.distil.head import head_teacher
+    from nerservice.distil.teacher_ref import load_teacher
     from nerservice.model.predictor import Predictor
     from nerservice.model.tagger import build_tagger
 

@@ -1,12 +1,14 @@
 """``nerservice train --final --seeds N --distil`` (``nerservice/distil/recipe.py``): the final ensemble, K
 cross-fitting teachers that never see the block they label, and one student — what is trained, on which
-rows, what is kept and recorded; and the coded errors before anything trains."""
+rows, what is kept and recorded; ``--teacher REF --teacher-head NAME`` (a random multi-corpus model's head)
+labelling the unlabelled text; and the coded errors before anything trains."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 import pytest
+from random_model import build_random_multi_model  # tests/random_model.py
 
 from helpers import TINY_OVERRIDES, json_tail
 from nerservice.cli.main import main
@@ -22,6 +24,27 @@ TINY = [x for k, v in {**TINY_OVERRIDES, "training.epochs": 6, "training.patienc
 def _train(demo_corpus: dict[str, Path], out: Path, *extra: str) -> list[str]:
     return ["train", "--train", str(demo_corpus["train"]), "--dev", str(demo_corpus["dev"]),
             "--test", str(demo_corpus["test"]), "--out", str(out), "--quiet", *TINY, *extra]
+
+
+# A --teacher for the demo corpus (Chemical + Disease): random weights (built in a second, never trained), so its
+# targets differ from any trained model's; "both" has exactly the corpus's types, "dis" fewer, "wide" more.
+HEADS = (("dis", ["O", "B-Disease", "I-Disease"]),
+         ("both", ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"]),
+         ("wide", ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease", "B-Gene", "I-Gene"]))
+
+
+@pytest.fixture(scope="module")
+def multi_teacher(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_random_multi_model(tmp_path_factory.mktemp("multi") / "model", heads=HEADS)
+
+
+@pytest.fixture(scope="module")
+def unlabelled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from nerservice.demo_corpus import generate
+
+    path = tmp_path_factory.mktemp("unlabelled") / "u.txt"
+    path.write_text("".join("\n".join(s.tokens) + "\n\n" for s in generate(12, seed=99)), encoding="utf-8")
+    return path
 
 
 
@@ -72,6 +95,32 @@ def test_bad_distil_options_are_coded_errors_before_training(demo_corpus, tmp_pa
     assert main(_train(demo_corpus, tmp_path / "o", *extra)) == 2
     err = capsys.readouterr().err
     assert message in err and "NER" in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--final", "--distil", "--unlabelled", "{u}", "--teacher-head", "both"], "it needs --teacher"),
+    (["--final", "--teacher", "{m}"], "belong to --distil"),
+    (["--final", "--teacher", "{m}", "--teacher-head", "both"], "belong to --distil"),
+    (["--final", "--distil", "--teacher", "{m}", "--teacher-head", "both"], "without --unlabelled"),
+    (["--final", "--distil", "--unlabelled", "{u}", "--teacher", "{m}"], "is a multi-corpus model"),
+    (["--final", "--distil", "--unlabelled", "{u}", "--teacher", "{m}", "--teacher-head", "genes"],
+     "its heads are ['dis', 'both', 'wide']"),
+    (["--final", "--distil", "--unlabelled", "{u}", "--teacher", "{s}", "--teacher-head", "both"],
+     "a single-corpus model has no heads"),
+    (["--final", "--distil", "--unlabelled", "{u}", "--teacher", "{m}", "--teacher-head", "dis"],
+     "the teacher does not know"),  # the head lacks Chemical: check_tags's message
+    (["--final", "--distil", "--unlabelled", "{u}", "--teacher", "{m}", "--teacher-head", "wide"],
+     "the corpus's (train + dev) are"),  # it covers them, but the fold teachers' columns are the corpus's
+    (["--final", "--distil", "--unlabelled", "{u}", "--teacher", "/no/such/teacher"], "no such model directory"),
+])
+def test_a_teacher_that_cannot_label_the_unlabelled_text_is_refused_before_training(
+        demo_corpus, multi_teacher: Path, unlabelled: Path, tiny_random_model_dir: Path, tmp_path: Path, capsys,
+        extra: list[str], message: str) -> None:
+    paths = {"{m}": str(multi_teacher), "{s}": str(tiny_random_model_dir), "{u}": str(unlabelled)}
+    assert main(_train(demo_corpus, tmp_path / "o", *(paths.get(x, x) for x in extra))) == 2
+    err = capsys.readouterr().err
+    assert message in err and "[NER" in err
     assert not (tmp_path / "o").exists()
 
 
@@ -163,11 +212,17 @@ def test_a_worker_processs_error_reaches_the_caller_with_its_code(demo_corpus, t
 
 
 @pytest.mark.slow
-def test_one_seed_distils_the_final_model_with_one_model_per_fold(demo_corpus, tmp_path: Path, capsys) -> None:
+def test_one_seed_one_model_per_fold_and_a_teacher_head_for_the_unlabelled_text(
+        demo_corpus, multi_teacher: Path, unlabelled: Path, tmp_path: Path, capsys) -> None:
     from nerservice.artifacts.formats import load_model
+    from nerservice.distil.confidence import confidence
+    from nerservice.distil.run import Teacher, folder_teacher
+    from nerservice.distil.targets import build_targets
+    from nerservice.distil.teacher_ref import load_teacher
 
     out = tmp_path / "fd1"
-    assert main(_train(demo_corpus, out, "--final", "--distil", "--folds", "3", "--json")) == 0
+    assert main(_train(demo_corpus, out, "--final", "--distil", "--folds", "3", "--json", "--unlabelled",
+                       str(unlabelled), "--teacher", str(multi_teacher), "--teacher-head", "both")) == 0
     printed = json_tail(capsys.readouterr().out)
     assert printed["teacher_dir"] == str(out / "model-last")  # the final model itself, no ensemble
     assert not (out / "ensemble").exists()
@@ -180,3 +235,26 @@ def test_one_seed_distils_the_final_model_with_one_model_per_fold(demo_corpus, t
         assert fold["members"] == 1
         assert fold["held_out_f1"] == pytest.approx(teacher.metrics["dev"]["micro"]["f1"])
         assert fold["held_out_f1"] == pytest.approx(printed["folds"][f"{i}of3"]["micro"]["f1"])
+
+    # --teacher: the final model still trained and is still the recipe's scored teacher, but the unlabelled
+    # text's targets are the "both" head's, and both lineage records name it (reference, folder, head)
+    head = load_teacher(str(multi_teacher), head="both")
+    recipe, distilled = student.lineage["recipe"], student.lineage["distillation"]
+    assert recipe["teacher"] == {"path": str(out / "model-last"), "members": 1}
+    assert recipe["unlabelled_teacher"] == distilled["teacher"] == head.info
+    assert (head.info["head"], head.info["path"], head.info["teacher_heads"]) == (
+        "both", str(multi_teacher.resolve()), ["dis", "both", "wide"])
+    assert printed["unlabelled_teacher_test"]["micro"]["f1"] is not None
+    settings = student.lineage["distillation"]["settings"]
+    tokens = [s.split("\n") for s in unlabelled.read_text(encoding="utf-8").strip().split("\n\n")]
+
+    def soft(teacher: Teacher) -> dict:
+        targets, _ = build_targets(teacher.loaded.predictor(batch_size=16), tokens,
+                                   temperature=settings["temperature"], gold=[None] * len(tokens), gold_weight=0.0,
+                                   chunk=settings["teacher_chunk"])
+        return confidence(targets.unary, [slice(0, targets.n_tags)])
+
+    assert distilled["unlabelled"]["sentences"] == len(tokens) == 12
+    assert distilled["target_confidence"]["unlabelled"] == pytest.approx(soft(head), abs=1e-5)
+    assert distilled["target_confidence"]["unlabelled"] != pytest.approx(soft(folder_teacher(out / "model-last")),
+                                                                         abs=1e-3)  # not the run's own teacher

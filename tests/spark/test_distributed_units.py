@@ -205,6 +205,9 @@ def test_kill_plan_and_executor_env(tmp_path, monkeypatch) -> None:  # noqa: ANN
     (["--final", "--unlabelled", "u.txt"], "belong to --distil"),
     (["--final", "--distil", "--folds", "1"], "--folds 1"),
     (["--final", "--set", "distil.gold_weight=0.5"], "distil"),  # a distillation setting without --distil
+    (["--final", "--teacher", "m"], "belong to --distil"),
+    (["--final", "--distil", "--unlabelled", "u.txt", "--teacher-head", "ncbi"], "needs --teacher"),
+    (["--final", "--distil", "--teacher", "m"], "without --unlabelled"),
 ])
 def test_train_job_refuses_bad_seeds_before_spark_starts(argv: list[str], message: str) -> None:
     """spark_jobs/train.py checks --seeds on the driver before a Spark session exists (none is running here)."""

@@ -1,0 +1,35 @@
+"""The final-distil recipe's ``--teacher`` / ``--teacher-head`` options, declared and checked once for the two
+shells that run the recipe (``nerservice train`` and ``spark_jobs/train.py``), so their text, defaults and
+refusals cannot drift apart.  Argument parsing only: what the options do is ``distil/recipe.py``'s."""
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from nerservice.errors import ConfigError
+
+
+def add_teacher_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--teacher", metavar="REF", help="with --distil and --unlabelled: the teacher of the unlabelled "
+                   "text instead of the run's final model(s) — an ensemble or model folder, a run folder or a "
+                   "store ref (pinned to one version before anything trains; on Spark, on storage every executor "
+                   "sees), e.g. a four-corpus model's ensemble with --teacher-head. The labelled text and its "
+                   "variants keep their cross-fitting fold teachers; the N final models still train and the "
+                   "final ensemble is still written and scored. Its tags become the student's: they must be "
+                   "exactly those of train + dev. Recorded in the student's lineage (recipe.unlabelled_teacher)")
+    p.add_argument("--teacher-head", metavar="NAME", help="with --teacher: the head NAME (its corpus name) of a "
+                   "multi-corpus --teacher as a single-corpus teacher (required for one), e.g. ncbi")
+
+
+def check_teacher_options(*, distil: bool, teacher: str | None, head: str | None,
+                          unlabelled: Sequence[str]) -> None:
+    """The options' combinations, before any file is read: coded errors naming the missing option."""
+    if (teacher or head) and not distil:
+        raise ConfigError("--teacher and --teacher-head belong to --distil",
+                          hint="--final --distil --unlabelled FILE ... --teacher REF")
+    if head and not teacher:
+        raise ConfigError(f"--teacher-head {head} picks a head of the --teacher model: it needs --teacher",
+                          hint="--teacher OUT4/ensemble --teacher-head NAME")
+    if teacher and not unlabelled:
+        raise ConfigError("--teacher labels the --unlabelled text (the labelled text keeps its cross-fitting "
+                          "teachers): without --unlabelled it would label nothing", hint="add --unlabelled FILE ...")
