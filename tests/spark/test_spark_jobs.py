@@ -277,8 +277,11 @@ def test_final_distil_trains_every_model_on_the_executors_and_registers_the_stud
         spark_cluster, prepared, tmp_path):  # noqa: ANN001
     """train.py --final --distil on 2 workers: phase 1, the final model and two cross-fitting teachers (each on
     the block it does not label) are barrier stages, then the student's stage, where both workers compute the
-    teachers' targets themselves and end with identical weights; only the student goes to the store."""
+    teachers' targets themselves and end with identical weights; only the student goes to the store.  The
+    unlabelled text's teacher is one head of a multi-corpus model (``--teacher --teacher-head``), which every
+    worker builds from the folder the driver resolved."""
     import pyarrow.parquet as pq
+    from random_model import build_random_multi_model  # tests/random_model.py
 
     from nerservice.artifacts.formats import load_model, verify_manifest
     from nerservice.data import Sentence
@@ -290,9 +293,13 @@ def test_final_distil_trains_every_model_on_the_executors_and_registers_the_stud
     out, store = tmp_path / "fd", tmp_path / "store"
     unlabelled = tmp_path / "unlabelled.txt"
     unlabelled.write_text("the\ncystic\nfibrosis\npatients\n\nsevere\nataxia\nseen\n", encoding="utf-8")
+    # "both" has the demo corpus's types exactly; "dis" lacks Chemical
+    multi = build_random_multi_model(tmp_path / "multi", heads=(
+        ("dis", ["O", "B-Disease", "I-Disease"]), ("both", ["O", "B-Chemical", "I-Chemical", "B-Disease", "I-Disease"])))
     proc = spark_cluster.submit(
         "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2", "--final",
-        "--distil", "--unlabelled", str(unlabelled), "--register", "fd-demo",
+        "--distil", "--unlabelled", str(unlabelled), "--register", "fd-demo", "--teacher", str(multi),
+        "--teacher-head", "both",
         *overrides(**{"training.epochs": 2}), env={"NERSERVICE_STORE_DIR": str(store)}, timeout=600)
     check(proc, "train --final --distil")
     summary = last_json(proc.stdout)
@@ -307,6 +314,10 @@ def test_final_distil_trains_every_model_on_the_executors_and_registers_the_stud
     assert sum(f["sentences"] for f in distil["cross_fit"]) == labelled
     assert distil["settings"]["gold_weight"] == 0.5 and distil["unlabelled"]["files"] == {str(unlabelled): {
         "sentences": 2, "tokens": 7}}
+    # the unlabelled text's teacher: the multi-corpus model's "both" head, not the run's own final model
+    assert (recipe["unlabelled_teacher"]["head"], recipe["unlabelled_teacher"]["path"]) == ("both", str(multi.resolve()))
+    assert (distil["teacher"]["head"], distil["teacher"]["path"]) == ("both", str(multi.resolve()))
+    assert distil["teacher"]["teacher_heads"] == ["dis", "both"] and recipe["teacher"]["path"] != str(multi.resolve())
     rows = {}
     for split in ("train", "dev"):  # the order the driver gives them (read_splits): by file, then line
         t = pq.read_table(prepared[0] / split, columns=["tokens", "tags", "file", "line"]).to_pylist()
