@@ -55,28 +55,12 @@ class _NoSpark:
         raise AssertionError(f"the driver used Spark ({name}) before checking the request")
 
 
-def test_parse_args_takes_head_and_main_puts_it_in_the_extractor_options(
-        multi_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nerservice.distributed import predict_job, session
-    from spark_jobs.predict import main, parse_args
+def test_parse_args_takes_head() -> None:
+    from spark_jobs.predict import parse_args
 
-    base = ["--model", str(multi_dir), "--input", "in.txt", "--output", "out"]
+    base = ["--model", "m", "--input", "in.txt", "--output", "out"]
     assert parse_args(base).head is None
     assert parse_args([*base, "--head", "chem"]).head == "chem"
-
-    seen: list[Any] = []
-
-    class Session:
-        def stop(self) -> None:
-            seen.append("stopped")
-
-    monkeypatch.setattr(session, "get_session", lambda *a, **k: Session())
-    monkeypatch.setattr(predict_job, "run_predict", lambda spark, req, model_dir: seen.append((req, model_dir)))
-    main([*base, "--head", "chem", "--no-scores"])
-    req, model_dir = seen[0]
-    assert req.options == {"batch_size": 256, "token_budget": 8192, "with_scores": False, "runtime": "auto",
-                           "head": "chem"}
-    assert model_dir == multi_dir.resolve() and seen[1] == "stopped"
 
 
 def test_main_refuses_a_wrong_head_before_a_spark_session_starts(multi_dir: Path, tmp_path: Path,
@@ -145,21 +129,9 @@ def test_a_head_the_model_cannot_serve_fails_on_the_driver_as_the_extractor_fail
     assert not out.exists()
 
 
-def test_a_head_the_model_has_passes_the_driver_check_and_is_in_the_summary(
-        multi_dir: Path, multi_ensemble_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nerservice.distributed import hadoopfs, predict_docs
-    from nerservice.distributed.predict_job import PredictRequest, resolve_model, run_predict
+def test_a_head_the_model_has_passes_the_driver_check(multi_dir: Path, multi_ensemble_dir: Path) -> None:
+    from nerservice.distributed.predict_job import resolve_model
 
+    # the whole job with --head on a real cluster (summary, output): test_spark_multi.py
     assert resolve_model(str(multi_ensemble_dir), head="chem") == multi_ensemble_dir.resolve()
-    seen: dict[str, Any] = {}
-
-    def documents(spark: Any, **kwargs: Any) -> dict[str, Any]:
-        seen.update(kwargs)
-        return {"documents": 0}
-
-    monkeypatch.setattr(hadoopfs, "exists", lambda spark, uri: False)
-    monkeypatch.setattr(predict_docs, "run_predict_documents", documents)
-    req = PredictRequest(inputs=["in.pubtator"], output=str(tmp_path / "out"), model=str(multi_dir),
-                         input_format="pubtator", output_format="jsonl", options={"head": "dis", "batch_size": 8})
-    summary = run_predict(object(), req)
-    assert summary["head"] == "dis" and seen["options"] == {"head": "dis", "batch_size": 8}
+    assert resolve_model(str(multi_dir), head="dis") == multi_dir.resolve()
