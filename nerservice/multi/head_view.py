@@ -40,7 +40,7 @@ def check_head(tags: TagVocabulary | MultiTagVocabulary, name: str) -> MultiTagV
 def check_folder_head(model_dir: str | Path, name: str) -> None:
     """``check_head`` on a verified model folder (saved model, ONNX export or ensemble) from its vocab.json: no
     weights, no runtime.  An ensemble's tags are its first member's, as ``LoadedEnsemble.vocabs`` (its
-    members share one tag set).  Only the tag entry is decoded; the full vocabularies are checked when the
+    members share one tag set).  Only the tag entry becomes a vocabulary; the others are checked when the
     model loads."""
     d = Path(model_dir)
     if (d / ENSEMBLE).is_file():
