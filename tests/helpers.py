@@ -270,7 +270,8 @@ def agreement_with_teacher(student: Any, teacher: Any, untrained: Any, held: lis
 
 
 def json_tail(out: str) -> dict:
-    """A CLI's ``--json`` output after its summary lines: the last line that is ``{`` starts the object."""
+    """A CLI's ``--json`` output: the last line that is ``{`` starts the object. Stdout now holds the object
+    alone (the summary lines are on stderr); prefer ``json.loads(out)``, which catches a regression."""
     import json
 
     lines = out.splitlines()

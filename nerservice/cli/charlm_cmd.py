@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from nerservice.cli.common import emit_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     lm.record["dev_text"] = list(args.dev)
     save_char_lm(args.out, lm)
     if args.json:
-        print(json.dumps(lm.record, indent=2))
+        emit_json(lm.record)
     print(f"character LM written to {args.out} ({len(lm.vocab)} characters, {lm.record['train_chars']:,} "
           f"training characters, {lm.record['minutes']:.1f} min; kept epoch {lm.record['kept_epoch']} of "
           f"{len(lm.record['history'])}, stopped by {lm.record['stopped']})")

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
-from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read
+from nerservice.cli.common import add_corpus_options, emit_json, print_corpus_scores, print_scores, read
 
 if TYPE_CHECKING:
     from nerservice.distil.run import Teacher
@@ -157,10 +156,9 @@ def describe(teacher: Teacher, labelled: str, unlabelled: Any) -> None:
 def report(args: argparse.Namespace, teacher: Teacher, result: Any, print_metrics: Any) -> int:
     o = result.outcome
     if args.json:
-        print(json.dumps({"dev": o.dev, "test": o.test, "teacher_test": result.teacher_test,
-                          "best_epoch": o.best_epoch, "model_dir": str(o.best_dir),
-                          "minutes": round(o.seconds / 60, 2), "targets_seconds": round(result.targets_seconds, 2)},
-                         indent=2))
+        emit_json({"dev": o.dev, "test": o.test, "teacher_test": result.teacher_test,
+                   "best_epoch": o.best_epoch, "model_dir": str(o.best_dir),
+                   "minutes": round(o.seconds / 60, 2), "targets_seconds": round(result.targets_seconds, 2)})
         return 0
     print(f"\nstopped: {o.stopped_reason}; kept epoch {o.best_epoch}; {o.seconds / 60:.1f} min "
           f"(+ {result.targets_seconds:.0f} s for the teacher's targets)")

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from nerservice.artifacts.resolve import resolve_dir
-from nerservice.cli.common import add_corpus_options, print_scores, read
+from nerservice.cli.common import add_corpus_options, emit_json, print_scores, read
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     splits = {name: read(paths, args).sentences for name, paths in (("dev", args.dev), ("test", args.test)) if paths}
     out, metrics = save_evaluated_ensemble(args.out, dirs, splits, sources=args.members)
     if args.json:
-        print(json.dumps(metrics, indent=2))
+        emit_json(metrics)
         return 0
     for name, m in metrics.items():
         print_scores(f"{name} ({len(dirs)}-model ensemble)", m)

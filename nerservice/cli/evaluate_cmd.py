@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from nerservice.artifacts.resolve import resolve_dir
-from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read
+from nerservice.cli.common import add_corpus_options, emit_json, print_corpus_scores, print_scores, read
 from nerservice.error_analysis import DEFAULT_TOP, MAX_TOP
 from nerservice.errors import ConfigError
 
@@ -56,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             sets = {args.head: read(args.corpus, args).sentences}
         metrics = evaluate_heads(loaded.predictor(), sets)
-        print(json.dumps(metrics, indent=2)) if args.json else print_corpus_scores(args.split, metrics)
+        emit_json(metrics) if args.json else print_corpus_scores(args.split, metrics)
         return 0
     corpus = read(args.corpus, args)
     seen = None
@@ -79,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
         metrics["document_level"] = score_documents(documents, annotate(Extractor(loaded), documents))
     if args.json:
-        print(json.dumps(metrics, indent=2))
+        emit_json(metrics)
     else:
         print_scores(" ".join(args.corpus), metrics)
         if documents:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from nerservice import __version__
+from nerservice.cli.common import json_stdout
 from nerservice.errors import NerServiceError
 
 COMMAND_MODULES = (
@@ -45,7 +46,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        # --json: the command's stdout is its JSON document alone; what it prints for people goes to stderr
+        with json_stdout(bool(getattr(args, "json", False))):
+            return int(args.func(args) or 0)
     except NerServiceError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

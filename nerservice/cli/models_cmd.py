@@ -9,6 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from nerservice.cli.common import emit_json
+
 STORE_HELP = ("model store: an MLflow server URL or sqlite:///path URI (default: $NERSERVICE_STORE_URI, else the "
               "embedded store under $NERSERVICE_STORE_DIR, default ./models)")
 
@@ -96,7 +98,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.incomplete:
         rows = [r for r in rows if r["status"] != "complete"]
     if args.json:
-        print(json.dumps(rows, indent=2))
+        emit_json(rows)
         return 0
     if not rows:
         print("no models registered")
@@ -132,7 +134,7 @@ def _print_record(r: dict[str, Any]) -> None:
 def run_show(args: argparse.Namespace) -> int:
     record = _store(args).describe(args.ref)
     if args.json:
-        print(json.dumps(record, indent=2))
+        emit_json(record)
     else:
         _print_record(record)
     return 0
@@ -153,7 +155,7 @@ def run_register(args: argparse.Namespace) -> int:
         store.promote(args.name, version, alias=args.promote, if_better="dev_f1")
     record = store.describe(f"{args.name}/{version}")
     if args.json:
-        print(json.dumps(record, indent=2))
+        emit_json(record)
     else:
         print(f"registered {args.name}/{version}" + (f" and pointed {args.promote!r} at it" if args.promote else ""))
     return 0
@@ -197,7 +199,7 @@ def run_cleanup(args: argparse.Namespace) -> int:
     ended = end_abandoned_runs(store, stale_after_s=stale, dry_run=args.dry_run)
     pruned = prune_incomplete(store, args.name, older_than_s=args.older_than * 60, dry_run=args.dry_run)
     if args.json:
-        print(json.dumps({"dry_run": args.dry_run, "runs": ended, "versions": pruned}, indent=2))
+        emit_json({"dry_run": args.dry_run, "runs": ended, "versions": pruned})
         return 0
     would = "would end" if args.dry_run else "ended"
     for r in ended:

@@ -2,10 +2,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read, reading_options
+from nerservice.cli.common import (
+    add_corpus_options,
+    emit_json,
+    json_out,
+    print_corpus_scores,
+    print_scores,
+    read,
+    reading_options,
+)
 from nerservice.distil.options import add_teacher_options, check_teacher_options
 
 SHORTHANDS = {  # flag → config key; anything else via --set
@@ -93,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = effective_config(args)
     if args.print_config:
-        print(config.to_json())
+        print(config.to_json(), file=json_out())  # the config is the output, --json or not
         return 0
     if args.promote and args.final:
         raise ConfigError("--promote with --final: the final model's dev F1 is a training-set figure, so it "
@@ -198,11 +205,11 @@ def run_distil(args: argparse.Namespace, config: Any) -> int:
     # --teacher: its test figure (distil() scores the teacher it was given), beside the final ensemble's
     unlabelled_test = result.student.teacher_test if teacher else None
     if args.json:
-        print(json.dumps({"dev": o.dev, "test": o.test, "teacher_test": result.teacher_metrics.get("test"),
-                          "unlabelled_teacher_test": unlabelled_test,
-                          "folds": {f.name: f.held_out for f in result.folds}, "model_dir": str(o.best_dir),
-                          "teacher_dir": str(result.teacher_dir), "recipe": result.record,
-                          "minutes": round(result.seconds / 60, 2)}, indent=2))
+        emit_json({"dev": o.dev, "test": o.test, "teacher_test": result.teacher_metrics.get("test"),
+                   "unlabelled_teacher_test": unlabelled_test,
+                   "folds": {f.name: f.held_out for f in result.folds}, "model_dir": str(o.best_dir),
+                   "teacher_dir": str(result.teacher_dir), "recipe": result.record,
+                   "minutes": round(result.seconds / 60, 2)})
         return 0
     print_runs(result.teachers, final=True)
     for f in result.folds:
@@ -242,8 +249,8 @@ def report_recipe(args: argparse.Namespace, result: Any, splits: dict[str, Any],
                                              sources=[str(m) for m in result.members], evaluate=evaluate)
         dev, test = metrics["dev"], metrics.get("test")
     if args.json:
-        print(json.dumps({"dev": dev, "test": test, "best_epoch": last.best_epoch, "model_dir": str(result.model_dir),
-                          "recipe": result.record or None, "minutes": round(result.seconds / 60, 2)}, indent=2))
+        emit_json({"dev": dev, "test": test, "best_epoch": last.best_epoch, "model_dir": str(result.model_dir),
+                   "recipe": result.record or None, "minutes": round(result.seconds / 60, 2)})
         return 0
     print_runs(result, final=args.final)
     what = f" ({len(result.members)}-model ensemble)" if result.members else " (final model)" if args.final else ""
@@ -313,8 +320,8 @@ def run_multi(args: argparse.Namespace, config: Any) -> int:
 
 def report(args: argparse.Namespace, outcome: Any, print_metrics: Any) -> int:
     if args.json:
-        print(json.dumps({"dev": outcome.dev, "test": outcome.test, "best_epoch": outcome.best_epoch,
-                          "model_dir": str(outcome.best_dir)}, indent=2))
+        emit_json({"dev": outcome.dev, "test": outcome.test, "best_epoch": outcome.best_epoch,
+                   "model_dir": str(outcome.best_dir)})
         return 0
     print(f"\nstopped: {outcome.stopped_reason}; best epoch {outcome.best_epoch}; {outcome.seconds / 60:.1f} min")
     print_metrics("dev", outcome.dev)

@@ -16,6 +16,7 @@ rerunning the command skips what finished.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
@@ -91,8 +92,11 @@ def run_specs(specs: Sequence[RunSpec], *, jobs: int = 1, resume: bool, progress
     t0 = time.perf_counter()
     if progress:
         print(f"{len(specs)} runs, {workers} at a time in worker processes ({threads} TF thread(s) each)", flush=True)
+    # The workers print where this process does: under --json (cli/common.py, json_stdout) this process's
+    # stdout is stderr, and a worker's own fd 1, inherited, would put its lines ("resuming from ...") in the JSON.
+    to_stderr = sys.stdout is sys.stderr
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init_worker, initargs=(backend.current(), threads))
+                               initializer=_init_worker, initargs=(backend.current(), threads, to_stderr))
     try:
         futures = [pool.submit(run_spec, spec, resume=resume, progress=False) for spec in specs]
         pending: set[Future[Any]] = set(futures)
@@ -111,8 +115,12 @@ def run_specs(specs: Sequence[RunSpec], *, jobs: int = 1, resume: bool, progress
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _init_worker(backend_name: str, threads: int) -> None:
-    """Before the worker's first import of a framework: the parent's backend, a share of the cores."""
+def _init_worker(backend_name: str, threads: int, stdout_to_stderr: bool = False) -> None:
+    """Before the worker's first import of a framework: the parent's backend, a share of the cores, and
+    with ``stdout_to_stderr`` its fd 1 on its fd 2 (at the fd level: native code's writes follow too)."""
+    if stdout_to_stderr:
+        sys.stdout.flush()
+        os.dup2(2, 1)
     os.environ["KERAS_BACKEND"] = backend_name
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # several JAX workers on one GPU
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -87,7 +87,9 @@ def test_documents_in_a_format_come_back_in_it_with_predictions(fmt: str, tiny_m
 @pytest.mark.slow
 def test_evaluate_on_documents_adds_character_offset_scores(tiny_model_dir: Path, demo_docs, capsys) -> None:
     assert main(["evaluate", str(tiny_model_dir), str(demo_docs["test"]), "--json"]) == 0
-    out = json.loads(capsys.readouterr().out.split("\n", 1)[1])  # first line: the conversion summary
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)  # --json: the document alone; the conversion summary is on stderr
+    assert f"{demo_docs['test']} (pubtator): " in captured.err
     doc = out["document_level"]
     assert doc["documents"] == 10 and set(doc["per_type"]) == {"Chemical", "Disease"}
     assert doc["micro"]["support"] == sum(v["support"] for v in doc["per_type"].values())

@@ -80,7 +80,7 @@ def test_a_head_distils_into_a_single_corpus_student_beside_a_cross_fitting_teac
             "--keep", "last", "--out", str(out), "--quiet", "--json", "--set", "training.epochs=4", "--set", "training.learning_rate=0.01"]
     assert main(args) == 0
     stdout = capsys.readouterr().out
-    printed = json.loads(stdout[stdout.index("\n{") + 1:])
+    printed = json.loads(stdout)
     student = load_model(out / LAST)
     assert student.vocabs.tags.tags == ["O", "B-Disease", "I-Disease"]  # one head: a single-corpus model
     d = student.lineage["distillation"]

@@ -45,9 +45,9 @@ def test_a_multi_corpus_ensemble_distils_into_one_multi_corpus_model(work: dict[
             str(work["unlabelled"]), "--out", str(out), "--keep", "last", "--dev-in-train", "--quiet", "--json",
             "--set", "training.epochs=4", "--set", "training.learning_rate=0.01"]
     assert main(args) == 0
-    stdout = capsys.readouterr().out
-    assert "heads ['dis', 'chem']" in stdout
-    printed = json.loads(stdout[stdout.index("\n{") + 1:])
+    captured = capsys.readouterr()
+    assert "heads ['dis', 'chem']" in captured.err  # --json: what is printed for people goes to stderr
+    printed = json.loads(captured.out)
     student, teacher = load_model(out / LAST), load_model(work["teacher"])
     manifest = read_manifest(out / LAST)
     assert manifest["format"] == MULTI_FORMAT and MULTI in manifest["files"]

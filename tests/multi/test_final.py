@@ -30,7 +30,7 @@ def test_final_recipe_on_several_corpora(tmp_path: Path, capsys) -> None:
     out = tmp_path / "final"
     assert main(["train", "--corpora", str(config), "--out", str(out), "--quiet", "--final", "--json", *TINY]) == 0
     stdout = capsys.readouterr().out
-    printed = json.loads(stdout[stdout.index("\n{") + 1:])  # the corpus summary lines, then one JSON object
+    printed = json.loads(stdout)  # --json: the document alone (the corpus summary lines are on stderr)
     phase1 = json.loads((out / "phase1" / "model-best" / "metrics.json").read_text())
     best_epoch = phase1["epoch"]
     verify_manifest(out / "model-last")
@@ -74,7 +74,7 @@ def test_seeds_make_a_multi_corpus_ensemble(tmp_path: Path, capsys) -> None:
     assert main(["train", "--corpora", str(config), "--out", str(out), "--quiet", "--seeds", "2", "--json",
                  *tiny]) == 0
     stdout = capsys.readouterr().out
-    printed = json.loads(stdout[stdout.index("\n{") + 1:])
+    printed = json.loads(stdout)
     seed = int(TINY_OVERRIDES["training.seed"])
     members = [out / f"seed-{s}" / "model-best" for s in (seed, seed + 1)]
     assert [load_model(m).config.training.seed for m in members] == [seed, seed + 1]

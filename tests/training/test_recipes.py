@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import TINY_OVERRIDES, json_tail
+from helpers import TINY_OVERRIDES
 from nerservice.cli.main import main
 from nerservice.config import NerConfig
 from nerservice.training.recipes import phase2_config
@@ -50,7 +50,7 @@ def test_final_recipe_trains_on_train_plus_dev_for_phase1s_epoch_count(demo_corp
 
     out = tmp_path / "final"
     assert main(_train(demo_corpus, out, "--final", "--json")) == 0
-    printed = json_tail(capsys.readouterr().out)
+    printed = json.loads(capsys.readouterr().out)
     phase1 = load_model(out / "phase1" / "model-best")
     best_epoch = phase1.metrics["epoch"]
     final = load_model(out / "model-last")
@@ -75,7 +75,7 @@ def test_final_recipe_trains_on_train_plus_dev_for_phase1s_epoch_count(demo_corp
     assert printed["recipe"]["phase1"]["best_epoch"] == best_epoch
     # A rerun resumes both phases from their checkpoints and trains nothing again.
     assert main(_train(demo_corpus, out, "--final", "--json")) == 0
-    again = json_tail(capsys.readouterr().out)
+    again = json.loads(capsys.readouterr().out)
     assert again["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])
 
 
@@ -87,7 +87,7 @@ def test_seeds_make_an_ensemble_folder(demo_corpus, tmp_path: Path, capsys) -> N
     out = tmp_path / "seeds"
     # --jobs 2: the two seeds in two worker processes (training/run_pool.py)
     assert main(_train(demo_corpus, out, "--seeds", "2", "--set", "training.epochs=3", "--json", "--jobs", "2")) == 0
-    printed = json_tail(capsys.readouterr().out)
+    printed = json.loads(capsys.readouterr().out)
     seed = TINY_OVERRIDES["training.seed"]
     members = [out / f"seed-{s}" / "model-best" for s in (seed, seed + 1)]
     assert [load_model(m).config.training.seed for m in members] == [seed, seed + 1]
