@@ -181,7 +181,11 @@
 #   FS: three students (seeds 42/1/2), MS's settings exactly; the labelled text's targets from FK's fold teachers
 #      (their ncbi head), the unlabelled text's from the ensemble of all of them (each saw every other corpus whole)
 #      Run with the same K and TSEEDS as FK. Session 27 ran K=4 TSEEDS=42: four runs, each fold teacher on 3/4 of
-#      NCBI-disease (so their ensemble, the unlabelled text's teacher, is near MT's full-data models)
+#      NCBI-disease (so their ensemble, the unlabelled text's teacher, is near MT's full-data models).
+#      FS_DEADLINE (s, default 575) shortens the students' wall-clock budget when less device time is left: they
+#      then stop before epoch 20 (their JSON says how many ran) — not MS's settings any more, and reported so
+# Session 28: K=3 TSEEDS=42 (three fold teachers, each on 2/3 of NCBI-disease: three processes finish FK in one
+#      call, as MT's three did in 525 s; four would not, and the device time left could not pay for two FK calls)
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
@@ -609,7 +613,7 @@ FS)
       --unlabelled-corpora BC5CDR BC2GM linnaeus --teachers $T --teacher-head ncbi --kfold ${K:-2} $FT \
       --no-teacher-eval --set training.bucket_size=32 \
       --set distil.augment=1 --set training.epochs=20 --resume --set training.seed=$s --gold-weights 0.5 \
-      --deadline-s 575 --margin-s 120 --out /tmp/distil-FS-s$s \
+      --deadline-s ${FS_DEADLINE:-575} --margin-s 120 --out /tmp/distil-FS-s$s \
       --json-out $R/distil-ncbi-student-$TAG-$s.json > $R/distil-ncbi-student-$TAG-$s.log 2>&1 &
     pids="${pids:-} $!"
   done
