@@ -6,9 +6,9 @@ of every rejected sentence (file, line, reason); optionally word2vec vectors tra
 from __future__ import annotations
 
 import argparse
-import json
 
 from nerservice.distributed.session import run_main
+from nerservice.json_stdout import emit_json
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -71,10 +71,9 @@ def main(argv: list[str] | None = None) -> None:
         stats = run_preprocess(spark, req)
     finally:
         spark.stop()
-    print(json.dumps({"accounting": stats["accounting"], "splits": {k: {"sentences": v["sentences"], "tokens":
-          v["tokens"], "entities": v["entities"]} for k, v in stats["splits"].items()},
-          "word2vec": stats.get("word2vec"), "seconds": stats["seconds"], "tokens_per_s": stats["tokens_per_s"]},
-          indent=2), flush=True)
+    emit_json({"accounting": stats["accounting"], "splits": {k: {"sentences": v["sentences"], "tokens": v["tokens"],
+               "entities": v["entities"]} for k, v in stats["splits"].items()}, "word2vec": stats.get("word2vec"),
+               "seconds": stats["seconds"], "tokens_per_s": stats["tokens_per_s"]})
 
 
 def preprocess_corpora(args: argparse.Namespace, w2v: object) -> None:
@@ -88,8 +87,8 @@ def preprocess_corpora(args: argparse.Namespace, w2v: object) -> None:
         stats = run(spark, config, out=args.out, overwrite=args.overwrite, seed=args.seed, word2vec=w2v)
     finally:
         spark.stop()
-    print(json.dumps({name: {"accounting": s["accounting"], "splits": {k: {"sentences": v["sentences"], "entities":
-          v["entities"]} for k, v in s["splits"].items()}} for name, s in stats.items()}, indent=2), flush=True)
+    emit_json({name: {"accounting": s["accounting"], "splits": {k: {"sentences": v["sentences"], "entities":
+               v["entities"]} for k, v in s["splits"].items()}} for name, s in stats.items()})
 
 
 if __name__ == "__main__":

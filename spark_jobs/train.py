@@ -13,11 +13,11 @@ cross-fitting teachers and one distilled student (``nerservice/distributed/disti
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from nerservice.distil.options import add_teacher_options, check_teacher_options
 from nerservice.distributed.session import run_main
+from nerservice.json_stdout import emit_json
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
                                    kill=kill, backend=args.backend, scaling=args.scaling, rule=args.lr_rule)
     finally:
         spark.stop()
-    print(json.dumps(summary, indent=2), flush=True)
+    emit_json(summary)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from nerservice.cli.common import emit_json
+from nerservice.json_stdout import emit_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -2,11 +2,8 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import sys
-from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any
 
 TOKEN_FORMATS = ("tsv", "conll")
 DOCUMENT_FORMATS = ("pubtator", "bioc-xml", "bioc-json", "brat", "jsonl")  # = nerservice.documents.DOCUMENT_FORMATS
@@ -35,38 +32,6 @@ def add_corpus_options(p: argparse.ArgumentParser) -> None:
                    "corpus's own tokens such as +/- or >=)")
     p.add_argument("--report", metavar="FILE", help="documents: write the full conversion report (counts and "
                    "every annotation case) as JSON to FILE instead of printing each case")
-
-
-_JSON_STDOUT: list[TextIO] = []  # the stdout that json_stdout() set aside, innermost last
-
-
-@contextlib.contextmanager
-def json_stdout(reserve: bool) -> Iterator[None]:
-    """With ``reserve`` (a command's --json; ``main`` wraps every command in this): stdout holds nothing but
-    what ``emit_json`` writes, so ``nerservice train ... --json | jq`` works, and everything else the command
-    prints (reading reports, progress, score tables, warnings) goes to stderr instead. The worker processes of
-    ``training/run_pool.py`` see ``sys.stdout is sys.stderr`` and send their fd 1 to stderr too."""
-    if not reserve:
-        yield
-        return
-    _JSON_STDOUT.append(sys.stdout)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        _JSON_STDOUT.pop()
-
-
-def emit_json(obj: Any) -> None:
-    """A command's --json document: onto the stdout that ``json_stdout`` reserved (plain stdout outside it)."""
-    out = json_out()
-    out.write(json.dumps(obj, indent=2) + "\n")
-    out.flush()
-
-
-def json_out() -> TextIO:
-    """Where machine-readable output goes: the reserved stdout under --json, else the current stdout."""
-    return _JSON_STDOUT[-1] if _JSON_STDOUT else sys.stdout
 
 
 def read(paths: list[str] | str, args: argparse.Namespace) -> Any:

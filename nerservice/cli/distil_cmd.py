@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from nerservice.cli.common import add_corpus_options, emit_json, print_corpus_scores, print_scores, read
+from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read
+from nerservice.json_stdout import emit_json
 
 if TYPE_CHECKING:
     from nerservice.distil.run import Teacher

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 
 from nerservice.artifacts.resolve import resolve_dir
-from nerservice.cli.common import add_corpus_options, emit_json, print_scores, read
+from nerservice.cli.common import add_corpus_options, print_scores, read
+from nerservice.json_stdout import emit_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,9 +5,10 @@ import argparse
 from typing import Any
 
 from nerservice.artifacts.resolve import resolve_dir
-from nerservice.cli.common import add_corpus_options, emit_json, print_corpus_scores, print_scores, read
+from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read
 from nerservice.error_analysis import DEFAULT_TOP, MAX_TOP
 from nerservice.errors import ConfigError
+from nerservice.json_stdout import emit_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Sequence
 
 from nerservice import __version__
-from nerservice.cli.common import json_stdout
 from nerservice.errors import NerServiceError
+from nerservice.json_stdout import json_stdout
 
 COMMAND_MODULES = (
     "nerservice.cli.train_cmd",

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from nerservice.cli.common import emit_json
+from nerservice.json_stdout import emit_json
 
 STORE_HELP = ("model store: an MLflow server URL or sqlite:///path URI (default: $NERSERVICE_STORE_URI, else the "
               "embedded store under $NERSERVICE_STORE_DIR, default ./models)")

@@ -4,16 +4,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from nerservice.cli.common import (
-    add_corpus_options,
-    emit_json,
-    json_out,
-    print_corpus_scores,
-    print_scores,
-    read,
-    reading_options,
-)
+from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read, reading_options
 from nerservice.distil.options import add_teacher_options, check_teacher_options
+from nerservice.json_stdout import emit_json, json_out
 
 SHORTHANDS = {  # flag → config key; anything else via --set
     "epochs": "training.epochs", "batch_size": "training.batch_size", "seed": "training.seed",

@@ -2,7 +2,6 @@
 offsets (Parquet or JSONL), through the same ``Extractor`` as the REST API."""
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -12,6 +11,7 @@ from typing import Any, Literal
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.batch_predict import OUTPUT_SCHEMA, predict_frames
 from nerservice.errors import ConfigError
+from nerservice.json_stdout import emit_json
 
 InputFormat = Literal["auto", "text", "jsonl", "parquet", "pubtator", "bioc-xml", "bioc-json", "brat",
                       "jsonl-documents"]
@@ -113,7 +113,7 @@ def run_predict(spark: Any, req: PredictRequest, model_dir: Path | None = None) 
         "infer_seconds": round(infer_seconds, 3), "extract_seconds": round(float(busy.value), 3),
         "seconds": round(time.perf_counter() - started, 3),
     }
-    print(json.dumps(summary), flush=True)
+    emit_json(summary, indent=None)
     return summary
 
 
@@ -133,5 +133,5 @@ def _predict_documents(spark: Any, req: PredictRequest, model_dir: Path, started
     summary.update({"model": req.model, "model_dir": str(model_dir), "head": req.options.get("head"),
                     "inputs": req.inputs, "output": req.output, "output_format": req.output_format,
                     "seconds": round(time.perf_counter() - started, 3)})
-    print(json.dumps(summary), flush=True)
+    emit_json(summary, indent=None)
     return summary

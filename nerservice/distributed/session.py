@@ -63,14 +63,18 @@ def get_session(app_name: str, *, defaults: Mapping[str, str] | None = None,
 
 def run_main(main: Callable[[], Any]) -> None:
     """Run a job's main; a NerServiceError ends it with its coded message (and the same as JSON) on stderr
-    and exit status 2, instead of a traceback."""
+    and exit status 2, instead of a traceback. stdout holds the job's summary JSON alone (``emit_json``): what the
+    job and the library print for people goes to stderr, beside Spark's own log, so ``spark-submit ... | jq``
+    works."""
     import json
     import sys
 
     from nerservice.errors import NerServiceError
+    from nerservice.json_stdout import json_stdout
 
     try:
-        main()
+        with json_stdout(True):
+            main()
     except NerServiceError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         print(json.dumps({"error": exc.to_dict()}), file=sys.stderr, flush=True)

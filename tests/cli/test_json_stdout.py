@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO, TINY_OVERRIDES
-from nerservice.cli.common import emit_json, json_stdout
 from nerservice.cli.main import main
+from nerservice.json_stdout import emit_json, json_stdout
 
 # A token file with one malformed sentence: --lenient skips it and reports "skipped: FILE:LINE: ..." — a line
 # for people printed while the corpus is read, before any result.

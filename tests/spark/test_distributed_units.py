@@ -17,11 +17,12 @@ from nerservice.distributed.faults import KillPlan
 from nerservice.distributed.gpu import gpu_addresses, gpu_env
 from nerservice.distributed.preprocess import account, display_path, parse_file
 from nerservice.distributed.rendezvous import agree, host_of, parse_peers, rendezvous, tf_config
-from nerservice.distributed.session import executor_env
+from nerservice.distributed.session import executor_env, run_main
 from nerservice.distributed.shards import shard_of_epoch
 from nerservice.distributed.splits import assign_split, parse_ratios, sentence_unit
 from nerservice.distributed.stats import CorpusStats, length_bucket
 from nerservice.errors import ConfigError, DistributedError
+from nerservice.json_stdout import emit_json
 
 GOOD = "Aspirin\tB-Chemical\ncauses\tO\nulcers\tB-Disease\n\nNo\tO\neffect\tO\n\n"
 
@@ -244,3 +245,31 @@ def test_unlabelled_text_travels_as_rows_and_back(tmp_path) -> None:  # noqa: AN
     back = unlabelled_from_rows(unlabelled_rows(text))
     assert (back.sentences, back.where, back.files) == (text.sentences, text.where, text.files)
     assert back.tokens == text.tokens == 7
+
+
+def test_a_jobs_stdout_is_its_summary_json_alone(capsys) -> None:
+    """run_main (every spark_jobs/ script): what the job and the library print for people goes to stderr, so
+    `spark-submit spark_jobs/train.py ... | jq` reads one document."""
+    def job() -> None:
+        print("fold 1of2: teachers on 3 sentences")  # as distil/recipe.py prints on the driver
+        emit_json({"model_dir": "/out/model-best", "dev": {"f1": 0.5}})
+
+    run_main(job)
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"model_dir": "/out/model-best", "dev": {"f1": 0.5}}
+    assert captured.err == "fold 1of2: teachers on 3 sentences\n"
+
+
+def test_a_failing_job_leaves_stdout_empty_and_its_coded_error_on_stderr(capsys) -> None:
+    def job() -> None:
+        print("reading corpora")
+        raise ConfigError("--folds 1: cross-fitting needs at least 2 blocks")
+
+    with pytest.raises(SystemExit) as exit_info:
+        run_main(job)
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    error = json.loads(captured.err.strip().splitlines()[-1])["error"]
+    assert error["code"] == ConfigError("x").code and "--folds 1" in error["message"]
+    assert captured.err.startswith("reading corpora\nerror: ")
