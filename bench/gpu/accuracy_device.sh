@@ -644,7 +644,7 @@ BF)
 PF)
   setsid python3 -m nerservice.cli.main train --train $D/NCBI-disease/train.tsv --dev $D/NCBI-disease/devel.tsv \
     --test $D/NCBI-disease/test.tsv $V --final --seeds 3 --jobs 3 --set training.bucket_size=32 --quiet --json \
-    --out /tmp/pf > $R/final-seeds-ncbi.json 2> $R/final-seeds-ncbi.log &
+    --out /tmp/pf > $R/final-seeds-ncbi.json 2>> $R/final-seeds-ncbi.log &
   P=$!
   ( sleep $((575 - SECONDS)); kill -TERM -- -$P 2> /dev/null ) & K=$!
   wait $P; kill $K 2> /dev/null
