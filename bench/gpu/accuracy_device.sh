@@ -187,10 +187,11 @@
 # Session 28: K=3 TSEEDS=42 (three fold teachers, each on 2/3 of NCBI-disease: three processes finish FK in one
 #      call, as MT's three did in 525 s; four would not, and the device time left could not pay for two FK calls)
 # Session 28 (issue 14):
-#   PF: the product's final recipe on NCBI-disease as a user runs it — `nerservice train --final --seeds 3 --jobs 3`
+#   PF: the product's final recipe on CORPUS (default NCBI-disease) as a user runs it — `nerservice train --final --seeds 3 --jobs 3`
 #      (phase 1 with early stopping on dev, then three final models on train + devel for phase 1's epoch count,
 #      side by side, and their ensemble): the product path's own figures for the single final models and the
-#      ensemble. Repeat PF on the warm machine until $R/final-seeds-ncbi.json is not empty (each call resumes)
+#      ensemble. Repeat PF on the warm machine until $R/final-seeds-$CORPUS.json is not empty (each call resumes). Session 28
+#      ran it on NCBI-disease, BC5CDR and linnaeus (one call each, 3.5-4.3 min; BENCHMARKS "Session 28")
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
@@ -642,14 +643,15 @@ BF)
   ( sleep $((575 - SECONDS)); kill -TERM -- -$P 2> /dev/null ) & K=$!
   wait $P; kill $K 2> /dev/null ;;
 PF)
-  setsid python3 -m nerservice.cli.main train --train $D/NCBI-disease/train.tsv --dev $D/NCBI-disease/devel.tsv \
-    --test $D/NCBI-disease/test.tsv $V --final --seeds 3 --jobs 3 --set training.bucket_size=32 --quiet --json \
-    --out /tmp/pf > $R/final-seeds-ncbi.json 2>> $R/final-seeds-ncbi.log &
+  C=${CORPUS:-NCBI-disease}
+  setsid python3 -m nerservice.cli.main train --train $D/$C/train.tsv --dev $D/$C/devel.tsv --test $D/$C/test.tsv \
+    $V --final --seeds 3 --jobs 3 --set training.bucket_size=32 --quiet --json --out /tmp/pf-$C \
+    > $R/final-seeds-$C.json 2>> $R/final-seeds-$C.log &
   P=$!
   ( sleep $((575 - SECONDS)); kill -TERM -- -$P 2> /dev/null ) & K=$!
   wait $P; kill $K 2> /dev/null
-  for f in $(find /tmp/pf -name metrics.json -not -path '*checkpoint*'); do  # each model's own dev / test figures
-    g=${f#/tmp/pf/}; cp $f $R/pf-${g//\//-}; done ;;
+  for f in $(find /tmp/pf-$C -name metrics.json -not -path '*checkpoint*'); do  # each model's own dev / test figures
+    g=${f#/tmp/}; cp $f $R/${g//\//-}; done ;;
 BC|BD|BE)
   T=""; F=""; G=""
   for s in 42 1 2; do T="$T /tmp/cf20/teacher-$s/model-last"; F="$F,/tmp/cf20/teacher-train-$s/model-last"
