@@ -13,7 +13,7 @@ from nerservice.documents import read_documents, write_documents
 from nerservice.documents.annotate import annotate
 from nerservice.documents.from_sentences import sentences_to_documents
 
-from .job_helpers import check, last_json
+from .job_helpers import check, job_json
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -66,7 +66,7 @@ def test_predict_streams_documents_and_matches_the_extractor(fmt, spark_cluster,
                                 str(doc_corpus["train"]), "--input-format", "pubtator", "--output", str(out),
                                 "--output-format", fmt, "--partitions", "3", timeout=240)
     check(proc, "predict documents")
-    summary = last_json(proc.stdout)
+    summary = job_json(proc.stdout)
     assert summary["documents"] == doc_corpus["n_train"] and summary["errors"] == []
     if fmt == "brat":
         got = read_documents(out, fmt="brat")

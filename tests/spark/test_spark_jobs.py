@@ -10,7 +10,7 @@ import pytest
 
 from helpers import JAX_XLA_FLAGS, TINY_OVERRIDES  # tests/helpers.py
 
-from .job_helpers import check, check_resumed_after_kill, last_json
+from .job_helpers import check, check_resumed_after_kill, job_json
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -85,7 +85,7 @@ def trained(spark_cluster, prepared, store_dir, tmp_path_factory):  # noqa: ANN0
         conf={"spark.executor.resource.gpu.amount": "1", "spark.task.resource.gpu.amount": "1"},
         env={"NERSERVICE_STORE_DIR": str(store_dir)}, timeout=420)
     check(proc, "train")
-    return out, last_json(proc.stdout)
+    return out, job_json(proc.stdout)
 
 
 def test_two_workers_train_identical_weights_pinned_and_registered(trained, prepared, store_dir) -> None:  # noqa: ANN001
@@ -146,7 +146,7 @@ def test_predict_equals_in_process_extractor(spark_cluster, trained, store_dir, 
         "--text-col", "body", "--output", str(out), "--partitions", "6",
         env={"NERSERVICE_STORE_DIR": str(store_dir)}, timeout=240)
     check(proc, "predict")
-    summary = last_json(proc.stdout)
+    summary = job_json(proc.stdout)
     assert summary["texts"] == len(texts) and summary["errors"] == 0
     # Loaded once per executor Python worker, not once per partition.
     assert 1 <= summary["extractor_loads"] < summary["partitions"] == 6
@@ -179,7 +179,7 @@ def final_with_a_kill(spark_cluster, prepared, tmp_path_factory):  # noqa: ANN00
         "spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "2", "--final",
         "--inject-kill", "1:2", "--collective-timeout", "120", *overrides(**{"training.epochs": 4}), timeout=540)
     check(proc, "train --final with a killed worker")
-    return out, last_json(proc.stdout), proc.stderr
+    return out, job_json(proc.stdout), proc.stderr
 
 
 def test_killed_worker_resumes_from_checkpoint(spark_cluster, trained, final_with_a_kill) -> None:  # noqa: ANN001
@@ -220,7 +220,7 @@ def test_jax_workers_grow_and_resume_from_checkpoint_after_a_kill(spark_cluster,
               "spark.executorEnv.JAX_COMPILATION_CACHE_DIR": str(tmp_path / "jax-cache"),
               "spark.executorEnv.JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}, timeout=600)
     check(proc, "jax train with a killed worker")
-    summary = last_json(proc.stdout)
+    summary = job_json(proc.stdout)
     assert json.loads((out / MARKER).read_text())["rank"] == 1
     check_resumed_after_kill(summary["attempts"], proc.stderr)
     assert [h["epoch"] for h in summary["history"]] == [1, 2, 3] and summary["weights_identical"]
@@ -261,7 +261,7 @@ def test_seeds_make_an_ensemble_that_the_driver_scores(spark_cluster, prepared, 
     proc = spark_cluster.submit("spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers", "1",
                                 "--seeds", "2", *overrides(**{"training.epochs": 1}), timeout=300)
     check(proc, "train --seeds 2")
-    summary = last_json(proc.stdout)
+    summary = job_json(proc.stdout)
     seed = int(TINY_OVERRIDES["training.seed"])
     members = [out / f"seed-{s}" / "model-best" for s in (seed, seed + 1)]
     assert summary["members"] == [str(m) for m in members] and summary["model_dir"] == str(out / "ensemble")
@@ -302,7 +302,7 @@ def test_final_distil_trains_every_model_on_the_executors_and_registers_the_stud
         "--teacher-head", "both",
         *overrides(**{"training.epochs": 2}), env={"NERSERVICE_STORE_DIR": str(store)}, timeout=600)
     check(proc, "train --final --distil")
-    summary = last_json(proc.stdout)
+    summary = job_json(proc.stdout)
     student = load_model(out / "student" / "model-last")
     assert summary["model_dir"] == str(out / "student" / "model-last")
     assert summary["test"]["micro"] == pytest.approx(student.metrics["test"]["micro"])

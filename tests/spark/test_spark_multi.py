@@ -10,7 +10,7 @@ import pytest
 
 from helpers import write_two_corpora
 
-from .job_helpers import check, last_json
+from .job_helpers import check, job_json
 from .test_spark_jobs import overrides
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -47,7 +47,7 @@ def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path, cap
                                 "--final", "--seeds", "2", *overrides(**{"training.epochs": 2, "model.embeddings": []}),
                                 timeout=540)
     check(proc, "train multi-corpus --final --seeds 2")
-    summary = last_json(proc.stdout)
+    summary = job_json(proc.stdout)
     # Phase 1's barrier stage (its own summary): 2 workers, identical weights, one CRF head per corpus.
     stage = json.loads((final / "phase1" / "summary.json").read_text())
     assert stage["weights_identical"] and len(stage["workers"]) == 2 and stage["corpora"] == ["dis", "chem"]
@@ -89,7 +89,7 @@ def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path, cap
                                 "--input", str(src), "--output", str(tmp_path / "preds"), "--partitions", "2",
                                 timeout=240)
     check(proc, "predict --head chem")
-    summary = last_json(proc.stdout)
+    summary = job_json(proc.stdout)
     assert summary["head"] == "chem" and summary["texts"] == len(texts) and summary["errors"] == 0
     got = pd.read_parquet(tmp_path / "preds").set_index("id")
     expected = Extractor.load(final / "ensemble", head="chem").extract(texts)
