@@ -72,8 +72,10 @@ def run_main(main: Callable[[], Any]) -> None:
     from nerservice.errors import NerServiceError
     from nerservice.json_stdout import json_stdout
 
+    # --help: the usage text is then the job's output, so it stays on stdout (argparse prints it to sys.stdout)
+    wants_help = bool({"-h", "--help"} & set(sys.argv[1:]))
     try:
-        with json_stdout(True):
+        with json_stdout(not wants_help):
             main()
     except NerServiceError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)

@@ -273,3 +273,17 @@ def test_a_failing_job_leaves_stdout_empty_and_its_coded_error_on_stderr(capsys)
     error = json.loads(captured.err.strip().splitlines()[-1])["error"]
     assert error["code"] == ConfigError("x").code and "--folds 1" in error["message"]
     assert captured.err.startswith("reading corpora\nerror: ")
+
+
+def test_a_jobs_help_stays_on_stdout(monkeypatch, capsys) -> None:
+    import argparse
+
+    def job() -> None:
+        argparse.ArgumentParser(prog="train.py").parse_args()
+
+    monkeypatch.setattr(sys, "argv", ["train.py", "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        run_main(job)
+    assert exit_info.value.code == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("usage: train.py") and captured.err == ""
