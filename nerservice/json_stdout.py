@@ -1,6 +1,7 @@
 """Machine-readable output on stdout, everything for people on stderr: the rule of every ``--json`` CLI command
 (``cli/main.py`` wraps each in ``json_stdout``) and of every Spark job (``distributed/session.run_main``), so
-``nerservice train ... --json | jq`` and ``spark-submit spark_jobs/train.py ... | jq`` both work. Library code
+``nerservice train ... --json | jq`` works (under spark-submit Spark merges the driver's stderr into stdout, so
+there the job's summary is only the last document). Library code
 keeps printing its progress with plain ``print``; under ``json_stdout`` that lands on stderr."""
 from __future__ import annotations
 

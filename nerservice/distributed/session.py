@@ -63,9 +63,10 @@ def get_session(app_name: str, *, defaults: Mapping[str, str] | None = None,
 
 def run_main(main: Callable[[], Any]) -> None:
     """Run a job's main; a NerServiceError ends it with its coded message (and the same as JSON) on stderr
-    and exit status 2, instead of a traceback. stdout holds the job's summary JSON alone (``emit_json``): what the
-    job and the library print for people goes to stderr, beside Spark's own log, so ``spark-submit ... | jq``
-    works."""
+    and exit status 2, instead of a traceback. Run as plain ``python spark_jobs/x.py`` stdout holds the job's summary
+    JSON alone (``emit_json``) and what the job and the library print for people goes to stderr; under
+    spark-submit, Spark's PythonRunner merges the driver's stderr into stdout, so there the summary is the last
+    document (and OUT/summary.json for train)."""
     import json
     import sys
 

@@ -19,9 +19,11 @@ def inject_bad_lines(path: Path) -> list[int]:
 
 
 def job_json(stdout: str) -> dict:
-    """A job's stdout: its summary JSON document and nothing else (``run_main`` sends every other line the job
-    or the library prints to stderr), so ``spark-submit ... | jq`` works; anything else there fails the parse."""
-    return json.loads(stdout)
+    """A job's summary: the last top-level JSON document on its stdout. run_main sends the job's own prints to
+    stderr, but under spark-submit Spark's PythonRunner merges the Python driver's stderr into stdout (TF's
+    absl lines among them), so the summary is only guaranteed to come last."""
+    start = stdout.rfind("\n{") + 1
+    return json.loads(stdout[start:])
 
 
 def check(proc: subprocess.CompletedProcess, what: str) -> None:

@@ -249,7 +249,7 @@ def test_unlabelled_text_travels_as_rows_and_back(tmp_path) -> None:  # noqa: AN
 
 def test_a_jobs_stdout_is_its_summary_json_alone(capsys) -> None:
     """run_main (every spark_jobs/ script): what the job and the library print for people goes to stderr, so
-    `spark-submit spark_jobs/train.py ... | jq` reads one document."""
+    a plain `python spark_jobs/train.py ... | jq` reads one document (spark-submit merges stderr into stdout)."""
     def job() -> None:
         print("fold 1of2: teachers on 3 sentences")  # as distil/recipe.py prints on the driver
         emit_json({"model_dir": "/out/model-best", "dev": {"f1": 0.5}})
