@@ -186,7 +186,9 @@
 #      then stop before epoch 20 (their JSON says how many ran) — not MS's settings any more, and reported so
 #      Session 28 planned K=3 TSEEDS=42 (three fold teachers, each on 2/3 of NCBI-disease: three processes should
 #      finish FK in one call, as MT's three did in 525 s; four would not) — not run: by the time a machine came, the
-#      device time left could not pay for FK and FS (~18 min); still the next NCBI-disease experiment
+#      device time left could not pay for FK and FS (~18 min). Session 29 ran it (one H200, FK 530 s, FS 539 s):
+#      students 85.83 (sd 0.38), below session 26's MS (86.47); the fold teachers' ensemble 87.18 (BENCHMARKS
+#      "Session 29")
 # Session 28 (issue 14):
 #   PF: the product's final recipe on CORPUS (default NCBI-disease) as a user runs it — `nerservice train --final --seeds 3 --jobs 3`
 #      (phase 1 with early stopping on dev, then three final models on train + devel for phase 1's epoch count,

@@ -45,10 +45,18 @@ class RunSpec:
 
 def run_spec(spec: RunSpec, *, resume: bool, progress: bool,
              callbacks: Sequence[TrainCallback] = ()) -> RunSummary:
-    """One run in this process."""
+    """One run in this process; with ``resume``, a run its folder holds finished is read back, not trained
+    (``training/finished.py``) — unless ``callbacks`` (e.g. the model store's) are to see it run."""
+    from nerservice.training.finished import finished_run
     from nerservice.training.trainer import train
 
     req = spec.request
+    done = finished_run(req, spec.train, spec.dev, spec.test) if resume and not callbacks else None
+    if done is not None:
+        if progress:
+            print(f"{req.out_dir}: finished earlier ({done.epochs_run} epochs, kept epoch {done.best_epoch}), "
+                  f"read back from its folder", flush=True)
+        return done
     outcome = train(req.config, train_data=[*spec.train, *spec.dev] if req.train_on_dev else spec.train,
                     dev_data=spec.dev, test_data=spec.test, embeddings=req.config.model.embeddings,
                     out_dir=req.out_dir, sources=spec.sources, callbacks=callbacks, resume=resume,
