@@ -79,6 +79,12 @@ class LabelMapError(CorporaConfigError):
     code = "NER114"
 
 
+class CheckpointMismatchError(ConfigError):
+    """A rerun into an output folder whose checkpoint another run wrote (other data or model config)."""
+
+    code = "NER120"
+
+
 # --- corpora -----------------------------------------------------------------------------------------
 class CorpusError(NerServiceError):
     code = "NER200"
@@ -193,8 +199,8 @@ ERRORS: dict[str, type[NerServiceError]] = {
     cls.code: cls
     for cls in list[type[NerServiceError]]([
         NerServiceError, ConfigError, CorporaConfigError, MissingSplitError, DuplicateCorpusError,
-        EmptyLabelSetError, LabelMapError, CorpusError, CorpusFormatError, CorpusEncodingError, EmptyCorpusError,
-        CorpusTooLargeError, DocumentFormatError, AnnotationError,
+        EmptyLabelSetError, LabelMapError, CheckpointMismatchError, CorpusError, CorpusFormatError,
+        CorpusEncodingError, EmptyCorpusError, CorpusTooLargeError, DocumentFormatError, AnnotationError,
         EmbeddingsError, ModelError, ModelLoadError, StoreError, ModelNotFoundError, IntegrityError,
         InvalidModelRefError, PromotionRefusedError, RequestError, DistributedError,
     ])

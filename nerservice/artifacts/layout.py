@@ -4,7 +4,8 @@ A training run writes (spaCy's habit)::
 
     OUT/model-best/   the saved model with the best dev entity F1 (what you deploy)
     OUT/model-last/   the model after the last epoch
-    OUT/checkpoint/   resumable state (weights + optimizer + loop state); a rerun continues from it
+    OUT/checkpoint/   resumable state (weights + optimizer + loop state + the run's identity); a rerun of the
+                      same run continues from it (training/resume.py)
 
 A saved model folder holds::
 
@@ -41,6 +42,7 @@ MULTI = "multi.json"
 
 # Checkpoint folder (nerservice/training/checkpoint.py).
 STATE, MODEL_VARS, OPT_VARS = "state.json", "model_vars.npz", "optimizer_vars.npz"
+RUN_IDENTITY = "run.json"  # what the run trains: model config and data (training/resume.py)
 
 # The ``format`` field of manifest.json. The strings are on disk in every saved model: never change them.
 FORMAT = "nerservice.saved_model.v1"

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from nerservice.artifacts.files import staged
-from nerservice.artifacts.layout import MODEL_VARS, OPT_VARS, STATE
+from nerservice.artifacts.layout import MODEL_VARS, OPT_VARS, RUN_IDENTITY, STATE
 from nerservice.training.loop import LoopState
 
 
@@ -31,9 +31,13 @@ def _assign(variables: list[Any], path: Path) -> None:
             var.assign(data[f"v{i:04d}"])
 
 
-def save_checkpoint(directory: str | Path, *, model: Any, optimizer: Any, state: LoopState) -> Path:
+def save_checkpoint(directory: str | Path, *, model: Any, optimizer: Any, state: LoopState,
+                    identity: dict[str, Any] | None = None) -> Path:
+    """``identity``: what the run trains (``training.resume.run_identity``), checked when a rerun resumes."""
     target = Path(directory)
     with staged(target) as tmp:
+        if identity is not None:
+            (tmp / RUN_IDENTITY).write_text(json.dumps(identity, sort_keys=True), encoding="utf-8")
         # (numpy's stub types **kwds as allow_pickle's bool; the arrays are saved by name, never pickled)
         np.savez(tmp / MODEL_VARS, **_values(model.variables))  # type: ignore[arg-type]
         np.savez(tmp / OPT_VARS, **_values(optimizer.variables))  # type: ignore[arg-type]
@@ -51,3 +55,12 @@ def load_checkpoint(directory: str | Path, *, model: Any, optimizer: Any) -> Loo
     _assign(model.variables, d / MODEL_VARS)
     _assign(optimizer.variables, d / OPT_VARS)
     return LoopState.from_dict(json.loads((d / STATE).read_text(encoding="utf-8")))
+
+
+def load_identity(directory: str | Path) -> dict[str, Any] | None:
+    """The identity a checkpoint was saved with; None for a checkpoint written before it was recorded."""
+    path = Path(directory) / RUN_IDENTITY
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else None

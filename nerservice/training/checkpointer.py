@@ -19,9 +19,10 @@ from nerservice.artifacts.model_folder import ExtraFile, LoadedModel, load_model
 from nerservice.config import NerConfig
 from nerservice.model.tagger import NerTagger
 from nerservice.text.vocab import Vocabularies
-from nerservice.training.checkpoint import has_checkpoint, load_checkpoint, save_checkpoint
+from nerservice.training.checkpoint import has_checkpoint, load_checkpoint, load_identity, save_checkpoint
 from nerservice.training.history import plot_writer
 from nerservice.training.loop import LoopState
+from nerservice.training.resume import check_identity, run_identity
 
 
 class Checkpointer:
@@ -35,6 +36,7 @@ class Checkpointer:
         self.out = Path(out_dir)
         self.vocabs, self.config, self.lineage, self.enabled = vocabs, config, lineage, enabled
         self.fmt, self.extra_files = fmt, dict(extra_files or {})
+        self.identity = run_identity(config, lineage)
         self._best_dev: dict[str, Any] | None = None
         if enabled:
             self.out.mkdir(parents=True, exist_ok=True)
@@ -48,10 +50,12 @@ class Checkpointer:
         return self.out / (LAST if self.keep == "last" else BEST)
 
     def resume(self, model: NerTagger, optimizer: Any) -> LoopState | None:
-        """The loop state of ``OUT/checkpoint`` with its weights and optimizer state loaded, or None."""
+        """The loop state of ``OUT/checkpoint`` with its weights and optimizer state loaded, or None.
+        A checkpoint another run wrote (other data or model config) is refused first (``training/resume.py``)."""
         folder = readable(self.out / CHECKPOINT)  # another rank may be repairing an interrupted swap
         if not has_checkpoint(folder):
             return None
+        check_identity(self.out / CHECKPOINT, load_identity(folder), self.identity)
         return load_checkpoint(folder, model=model, optimizer=optimizer)
 
     def save_epoch(self, model: NerTagger, state: LoopState, dev: dict[str, Any], *, is_best: bool) -> None:
@@ -68,7 +72,8 @@ class Checkpointer:
 
     def save_checkpoint(self, model: NerTagger, optimizer: Any, state: LoopState) -> None:
         if self.enabled:
-            save_checkpoint(self.out / CHECKPOINT, model=model, optimizer=optimizer, state=state)
+            save_checkpoint(self.out / CHECKPOINT, model=model, optimizer=optimizer, state=state,
+                            identity=self.identity)
 
     def kept_dev(self) -> dict[str, Any]:
         """The dev metrics of the kept model's epoch (from this process, or from its folder after a resume)."""

@@ -60,8 +60,8 @@ def test_a_real_process_writes_only_json_on_fd_1(tiny_random_model_dir: Path, tm
 
 @pytest.mark.slow
 def test_train_seeds_in_worker_processes_json_is_the_whole_stdout(demo_corpus, tmp_path: Path, capfd) -> None:
-    """Not --quiet, --jobs 2: the parent's reading report and pool lines, and on the rerun the workers' own
-    "resuming from ..." lines (their inherited fd 1: capfd captures at the fd level), all on stderr."""
+    """Not --quiet, --jobs 2: the parent's reading report and pool lines, and on a rerun with more epochs the
+    workers' own "resuming from ..." lines (their inherited fd 1: capfd captures at the fd level), all on stderr."""
     sets = [x for k, v in {**TINY_OVERRIDES, "training.epochs": 2, "model.lstm_layers": 1}.items()
             for x in ("--set", f"{k}={json.dumps(v)}")]
     out = tmp_path / "seeds"
@@ -73,7 +73,9 @@ def test_train_seeds_in_worker_processes_json_is_the_whole_stdout(demo_corpus, t
     assert printed["model_dir"] == str(out / "ensemble") and printed["test"] is None
     assert "train: 400 sentences" in captured.err and "2 runs, 2 at a time in worker processes" in captured.err
     assert "dev (2-model ensemble)" not in captured.err  # --json: the document instead of the score table
-    assert main(args) == 0  # resumes: each worker prints where it resumed from
+    # One epoch more: each worker resumes its run and prints where from (a finished run would be read back
+    # from its folder without a worker line: training/finished.py).
+    assert main([*args, "--set", "training.epochs=3"]) == 0
     captured = capfd.readouterr()
-    assert json.loads(captured.out)["dev"] == printed["dev"]
-    assert captured.err.count("resuming from") == 2
+    assert json.loads(captured.out)["model_dir"] == str(out / "ensemble")
+    assert captured.err.count("resuming from") == 2 and "after epoch 2" in captured.err
