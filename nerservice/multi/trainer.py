@@ -144,8 +144,7 @@ def train_multi(
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
     lineage = build_lineage(
-        corpora={f"{c.name}/{split}": part for c in corpora
-                 for split, part in (("train", c.train), ("dev", c.dev), ("test", c.test)) if part},
+        corpora=lineage_corpora(corpora),
         config_hash=config.fingerprint(), sources=sources or {}, backend=backend.current(),
         extra={"vocab": vocab_stats, "corpora": corpora_config.names, **({"recipe": recipe} if recipe else {}),
                **({"char_lm": char_lm_record} if char_lm_record else {}),
@@ -193,18 +192,30 @@ def train_multi(
     return outcome
 
 
+def lineage_corpora(corpora: Sequence[CorpusSplits]) -> dict[str, list[Sentence]]:
+    """The splits a multi-corpus run's lineage fingerprints, by name (``NAME/train``, ``NAME/dev``, ``NAME/test``)."""
+    return {f"{c.name}/{split}": list(part) for c in corpora
+            for split, part in (("train", c.train), ("dev", c.dev), ("test", c.test)) if part}
+
+
 def multi_runner(corpora_config: CorporaConfig, corpora: Sequence[CorpusSplits], *, sources: dict[str, Any],
                  resume: bool, progress: bool,
                  callbacks_for: Callable[[RunRequest], Sequence[TrainCallback]] = lambda _: ()) -> Runner:
     """``training.run_pool.core_runner`` for a multi-corpus model: each run of a recipe (``--final``) in
     this process; phase 2 trains every corpus on its train + dev."""
+    from nerservice.training.finished import finished_from
     from nerservice.training.recipes import RunSummary
 
     def run(req: RunRequest) -> RunSummary:
-        outcome = train_multi(req.config, corpora_config, with_dev_in_train(corpora) if req.train_on_dev else corpora,
-                              embeddings=req.config.model.embeddings, out_dir=req.out_dir, sources=sources,
-                              callbacks=callbacks_for(req), resume=resume, progress=progress, keep=req.keep,
-                              recipe=req.recipe)
+        data = with_dev_in_train(corpora) if req.train_on_dev else corpora
+        callbacks = callbacks_for(req)
+        if resume and not callbacks:  # a finished run is read back (training/finished.py)
+            done = finished_from(req, lineage_corpora(data), has_test=any(c.test for c in data), progress=progress)
+            if done is not None:
+                return done
+        outcome = train_multi(req.config, corpora_config, data, embeddings=req.config.model.embeddings,
+                              out_dir=req.out_dir, sources=sources, callbacks=callbacks, resume=resume,
+                              progress=progress, keep=req.keep, recipe=req.recipe)
         return RunSummary.of(outcome)
 
     return run

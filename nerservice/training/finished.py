@@ -17,7 +17,8 @@ loop trains no epoch, so the recipe recorded phase 1 as taking 0 minutes.
   ``train_on_dev`` —, dev, test) and config hash are the request's.  A config with a character LM
   (``model.char_lm``) is never read back: its hash needs the LM loaded, which is most of the set-up saved.
 
-Used by ``training.run_pool.run_spec`` (``nerservice train``, in this process or ``--jobs`` workers).  A Spark
+Used by ``training.run_pool.run_spec`` (``nerservice train``, in this process or ``--jobs`` workers) and
+``multi.trainer.multi_runner`` (``--corpora``: the lineage names each corpus's splits ``NAME/train`` ...).  A Spark
 recipe's runs still go through their barrier stage: the job's summary (workers, weights digests, phases) is
 built there.
 
@@ -26,8 +27,7 @@ saves are not in the history).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from nerservice.artifacts.files import read_json, readable
 from nerservice.artifacts.layout import BEST, CHECKPOINT, HISTORY, LAST, LINEAGE, METRICS, STATE
@@ -37,8 +37,20 @@ from nerservice.training.recipes import RunRequest, RunSummary
 
 
 def finished_run(request: RunRequest, train: Sequence[Sentence], dev: Sequence[Sentence],
-                 test: Sequence[Sentence] | None) -> RunSummary | None:
+                 test: Sequence[Sentence] | None, *, progress: bool = False) -> RunSummary | None:
     """The summary of ``request``'s run when its folder holds it finished on this data and config, else None."""
+    corpora = {"train": [*train, *dev] if request.train_on_dev else list(train), "dev": list(dev)}
+    if test:
+        corpora["test"] = list(test)
+    return finished_from(request, corpora, has_test=bool(test), progress=progress)
+
+
+def finished_from(request: RunRequest, corpora: Mapping[str, Sequence[Sentence]], *,
+                  has_test: bool, progress: bool = False) -> RunSummary | None:
+    """``finished_run`` for any run: ``corpora`` as ``train()`` (or ``train_multi``) names them in the lineage,
+    ``has_test``: whether the run scores test; ``progress``: say so when the run is read back."""
+    from nerservice.lineage import corpus_fingerprint
+
     config = request.config
     if config.model.char_lm:
         return None
@@ -55,16 +67,20 @@ def finished_run(request: RunRequest, train: Sequence[Sentence], dev: Sequence[S
     epochs_done, bad_epochs = int(state.get("epoch", 0)), int(state.get("bad_epochs", 0))
     if epochs_done < t.epochs and bad_epochs < t.patience:
         return None
-    if "epoch" not in metrics or (test and "test" not in metrics) or len(history) != epochs_done:
+    if "epoch" not in metrics or (has_test and "test" not in metrics) or len(history) != epochs_done:
         return None
     if lineage.get("config_hash") != _saved_config_hash(request) or \
-            lineage.get("corpus_fingerprints") != _fingerprints(request, train, dev, test):
+            lineage.get("corpus_fingerprints") != {name: corpus_fingerprint(s) for name, s in corpora.items()}:
         return None
-    return RunSummary(model_dir=kept, best_epoch=int(metrics["epoch"]), epochs_run=epochs_done,
+    done = RunSummary(model_dir=kept, best_epoch=int(metrics["epoch"]), epochs_run=epochs_done,
                       stopped_reason="patience" if bad_epochs >= t.patience else "epochs",
                       seconds=sum(float(h.get("train_seconds", 0.0)) + float(h.get("eval_seconds", 0.0))
                                   for h in history),
-                      dev=metrics.get("dev") or {}, test=metrics.get("test") if test else None)
+                      dev=metrics.get("dev") or {}, test=metrics.get("test") if has_test else None)
+    if progress:
+        print(f"{request.out_dir}: finished earlier ({done.epochs_run} epochs, kept epoch {done.best_epoch}), "
+              f"read back from its folder", flush=True)
+    return done
 
 
 def _saved_config_hash(request: RunRequest) -> str:
@@ -74,14 +90,3 @@ def _saved_config_hash(request: RunRequest) -> str:
 
     config, _, _ = resolve_char_lm(config_with_vectors(request.config, request.config.model.embeddings))
     return config.fingerprint()
-
-
-def _fingerprints(request: RunRequest, train: Sequence[Sentence], dev: Sequence[Sentence],
-                  test: Sequence[Sentence] | None) -> dict[str, Any]:
-    """The corpus fingerprints ``train()`` records for this request's data."""
-    from nerservice.lineage import corpus_fingerprint
-
-    corpora = {"train": [*train, *dev] if request.train_on_dev else list(train), "dev": list(dev)}
-    if test:
-        corpora["test"] = list(test)
-    return {name: corpus_fingerprint(s) for name, s in corpora.items()}

@@ -51,11 +51,8 @@ def run_spec(spec: RunSpec, *, resume: bool, progress: bool,
     from nerservice.training.trainer import train
 
     req = spec.request
-    done = finished_run(req, spec.train, spec.dev, spec.test) if resume and not callbacks else None
+    done = finished_run(req, spec.train, spec.dev, spec.test, progress=progress) if resume and not callbacks else None
     if done is not None:
-        if progress:
-            print(f"{req.out_dir}: finished earlier ({done.epochs_run} epochs, kept epoch {done.best_epoch}), "
-                  f"read back from its folder", flush=True)
         return done
     outcome = train(req.config, train_data=[*spec.train, *spec.dev] if req.train_on_dev else spec.train,
                     dev_data=spec.dev, test_data=spec.test, embeddings=req.config.model.embeddings,
@@ -91,6 +88,18 @@ def run_specs(specs: Sequence[RunSpec], *, jobs: int = 1, resume: bool, progress
         raise ConfigError(f"--jobs {jobs}: need 1 to {MAX_JOBS}")
     if jobs == 1 or len(specs) <= 1:
         return [run_spec(s, resume=resume, progress=progress) for s in specs]
+    from nerservice.training.finished import finished_run
+
+    # Finished runs are read back here, so that no worker process starts (and imports its framework) for them.
+    finished = [finished_run(s.request, s.train, s.dev, s.test, progress=progress) if resume else None
+                for s in specs]
+    todo = [s for s, f in zip(specs, finished) if f is None]
+    trained = iter(_pool(todo, jobs=jobs, resume=resume, progress=progress) if todo else [])
+    return [f if f is not None else next(trained) for f in finished]
+
+
+def _pool(specs: Sequence[RunSpec], *, jobs: int, resume: bool, progress: bool) -> list[RunSummary]:
+    """``specs`` in worker processes, ``jobs`` at a time (``jobs`` > 1); their summaries in order."""
     import multiprocessing
 
     from nerservice import backend

@@ -59,6 +59,11 @@ def test_final_recipe_on_several_corpora(tmp_path: Path, capsys) -> None:
     multi = json.loads((out / "model-last" / MULTI).read_text())
     assert multi["corpora"]["corpora"][1]["weight"] == 2.0
     assert Extractor.load(out / "model-last").labels == ["Disease", "Drug"]  # it serves as any multi model does
+    # A rerun reads both finished phases back from their folders (training/finished.py): nothing trains again.
+    assert main(["train", "--corpora", str(config), "--out", str(out), "--final", "--json", *TINY]) == 0
+    rerun = capsys.readouterr()
+    assert rerun.err.count("read back from its folder") == 2 and "epoch 1:" not in rerun.err
+    assert json.loads(rerun.out)["test"] == printed["test"]
 
 
 def test_seeds_make_a_multi_corpus_ensemble(tmp_path: Path, capsys) -> None:

@@ -123,3 +123,27 @@ def test_a_run_killed_before_its_final_save_is_not_finished(finished, tmp_path: 
     metrics_path.write_text(json.dumps(metrics))
     (copy / "checkpoint" / "state.json").unlink()
     assert finished_run(req, spec.train, spec.dev, spec.test) is None
+
+
+def test_with_jobs_only_unfinished_runs_reach_worker_processes(finished, monkeypatch, tmp_path: Path) -> None:
+    import dataclasses
+
+    from nerservice.training import run_pool
+
+    spec, trained = finished
+    sent: list[list] = []
+
+    def pool(specs, **kwargs):
+        sent.append(list(specs))
+        return [dataclasses.replace(trained, model_dir=s.request.out_dir) for s in specs]
+
+    monkeypatch.setattr(run_pool, "_pool", pool)
+    other = _spec(tmp_path / "not-yet")
+    got = run_pool.run_specs([spec, other, spec], jobs=2, resume=True, progress=False)
+    assert sent == [[other]]  # the finished run never reaches a worker process
+    assert [g.model_dir for g in got] == [trained.model_dir, other.request.out_dir, trained.model_dir]
+    sent.clear()
+    run_pool.run_specs([spec, spec], jobs=2, resume=True, progress=False)
+    assert sent == []  # nothing to train: no pool at all
+    run_pool.run_specs([spec, spec], jobs=2, resume=False, progress=False)
+    assert sent == [[spec, spec]]  # --no-resume trains everything
