@@ -2,8 +2,9 @@
 
 A rerun of ``nerservice train --final``, ``--seeds N`` or ``--distil`` with the same OUT resumes every run.
 Through ``train()`` a finished run still costs the whole set-up of a run — word vectors read, model built and
-traced, checkpoint loaded, test scored again, the kept model written again — about 30 s per run on a real corpus
-and a second or more per run in the tests, for a result already on disk.  Its time was also lost: the resumed
+traced, checkpoint loaded, test scored again, the kept model written again — ~8 s per run on NCBI-disease on two
+CPU cores (a finished two-run ``--final``: 22.3 s to rerun before, 5.7 s read back; BENCHMARKS.md session 29), for a
+result already on disk.  Its time was also lost: the resumed
 loop trains no epoch, so the recipe recorded phase 1 as taking 0 minutes.
 
 ``finished_run`` returns the run's ``RunSummary`` from its folder when all of these hold, and None otherwise
@@ -39,9 +40,9 @@ from nerservice.training.recipes import RunRequest, RunSummary
 def finished_run(request: RunRequest, train: Sequence[Sentence], dev: Sequence[Sentence],
                  test: Sequence[Sentence] | None, *, progress: bool = False) -> RunSummary | None:
     """The summary of ``request``'s run when its folder holds it finished on this data and config, else None."""
-    corpora = {"train": [*train, *dev] if request.train_on_dev else list(train), "dev": list(dev)}
-    if test:
-        corpora["test"] = list(test)
+    from nerservice.training.trainer import lineage_corpora
+
+    corpora = lineage_corpora([*train, *dev] if request.train_on_dev else train, dev, test)
     return finished_from(request, corpora, has_test=bool(test), progress=progress)
 
 

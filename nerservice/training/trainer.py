@@ -153,6 +153,15 @@ def gazetteer_arguments(vocabs: Vocabularies) -> dict[str, Any]:
     return {"n_gazetteer_ids": vocabs.gazetteer.n_ids} if vocabs.gazetteer is not None else {}
 
 
+def lineage_corpora(train: Sequence[Sentence], dev: Sequence[Sentence],
+                    test: Sequence[Sentence] | None) -> dict[str, list[Sentence]]:
+    """The splits a run's lineage fingerprints, by name (``training/finished.py`` compares them on a rerun)."""
+    corpora = {"train": list(train), "dev": list(dev)}
+    if test:
+        corpora["test"] = list(test)
+    return corpora
+
+
 def config_with_vectors(config: NerConfig, embeddings: str | Sequence[str] | None) -> NerConfig:
     """The config as saved: it tells which vectors the model was trained with."""
     from nerservice.embeddings import vector_sources
@@ -243,10 +252,8 @@ def train(
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
-    corpora = {"train": list(train_data), "dev": list(dev_data)}
-    if test_data:
-        corpora["test"] = list(test_data)
-    lineage = build_lineage(corpora=corpora, config_hash=config.fingerprint(), sources=sources or {},
+    lineage = build_lineage(corpora=lineage_corpora(train_data, dev_data, test_data),
+                            config_hash=config.fingerprint(), sources=sources or {},
                             backend=backend.current(),
                             extra={"vocab": vocab_stats, **({"recipe": recipe} if recipe else {}),
                                    **({"char_lm": char_lm_record} if char_lm_record else {}),
