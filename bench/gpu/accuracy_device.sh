@@ -205,6 +205,11 @@
 #      files have their per-corpus figures (it resumes FK and skips what finished)
 #   GS: three students (seeds 42/1/2), MS's settings exactly: labelled targets from the MF-style fold ensembles, the
 #      unlabelled text's from the ensemble of FK's three models (their ncbi head)
+#   Session 30 ran GK once on an H100: the nine processes kept 16 CPU cores at load 30-50 and FK reached only 9-10 of
+#   its 15 epochs in 580 s (MF's six finished, 313 s each). The repeat of GK then skipped FK (a grep took a partial
+#   JSON for a finished run; now `finished`) and, with nothing to wait for, hung on a bare `wait` until the call's
+#   limit; GS then ran on the 9-10-epoch FK models with the 8 device minutes left and was cut at epoch 15 of 20,
+#   before scoring. No figure (BENCHMARKS "Session 30"). Next time: FK alone in call 1 (as session 29), MF in call 2.
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
@@ -279,6 +284,10 @@ weighted() {
 [c.update(weight=float(w[c["name"]])) for c in d["corpora"] if c["name"] in w]; print(json.dumps(d))' $D/corpora.json "$@"
 }
 # Session 19's 4-fold teachers in /tmp/kf: T = the main teacher's members (each fold's seed 42), FT = --fold-teachers
+finished() {  # a multi_corpus.py --json-out file of a run that ended: a top-level per_corpus, not a partial history
+  # (session 30: a grep for "per_corpus" also matched the epochs of a partial file, so an unfinished run was skipped)
+  python3 -c 'import json, sys; sys.exit(0 if "per_corpus" in json.load(open(sys.argv[1])) else 1)' "$1" 2> /dev/null
+}
 kf_teachers() {
   local f s m
   T=""; FT=""
@@ -610,14 +619,14 @@ FK)
   for i in $(seq 1 ${K:-2}); do
     f=${i}of${K:-2}
     for s in ${TSEEDS:-42 1 2}; do
-      grep -qs per_corpus $R/multi4-fold-$f-$s.json && continue  # finished in an earlier call
+      finished $R/multi4-fold-$f-$s.json && continue  # finished in an earlier call
       timeout $((580 - SECONDS)) python3 bench/gpu/multi_corpus.py --one multi --seed $s --final-epochs 15 \
         --fold ncbi:$f --resume --corpora $D/corpora-w.json $V --set training.max_minutes=60 --out /tmp/fk-$f-$s \
         --json-out $R/multi4-fold-$f-$s.json >> $R/multi4-fold-$f-$s.log 2>&1 &
       pids="${pids:-} $!"
     done
   done
-  wait ${pids:-} ;;
+  [ -n "${pids:-}" ] && wait $pids ;;
 FS)
   T=""; FT=""
   for i in $(seq 1 ${K:-2}); do
@@ -640,7 +649,7 @@ FS)
 GK)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
   for f in 1of3 2of3 3of3; do
-    grep -qs per_corpus $R/multi4-fold-$f-42.json && continue  # finished in an earlier call
+    finished $R/multi4-fold-$f-42.json && continue  # finished in an earlier call
     timeout $((580 - SECONDS)) python3 bench/gpu/multi_corpus.py --one multi --seed 42 --final-epochs 15 \
       --fold ncbi:$f --resume --corpora $D/corpora-w.json $V --set training.max_minutes=60 --out /tmp/fk-$f-42 \
       --json-out $R/multi4-fold-$f-42.json >> $R/multi4-fold-$f-42.log 2>&1 &
@@ -656,7 +665,7 @@ GK)
       pids="${pids:-} $!"
     done
   done
-  wait ${pids:-} ;;
+  [ -n "${pids:-}" ] && wait $pids ;;
 GS)
   T=""; F=""; G=""
   for f in 1of3 2of3 3of3; do T="$T /tmp/fk-$f-42/model-last"; done
