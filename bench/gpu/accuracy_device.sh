@@ -598,18 +598,21 @@ MF)
     --teachers $T --teacher-head ncbi --train-teachers 3 --cross-fit --kfold 2 --teacher-jobs 6 \
     --teacher-set training.epochs=24 --teacher-set training.max_minutes=7 --teachers-only --out /tmp/mcf \
     --json-out $R/distil-ncbi-mteachers.json > $R/distil-ncbi-mteachers.log 2>&1 ;;
-MS)
+MS|GS)
   T=""; F=""; G=""
-  for s in 42 1 2; do T="$T /tmp/mt-$s/model-last"; F="$F,/tmp/mcf/teacher-1of2-$s/model-last"
-    G="$G,/tmp/mcf/teacher-2of2-$s/model-last"; done
+  case $1 in  # the unlabelled text's teachers: MT's three final models (MS) or FK's three fold models (GS)
+    MS) for s in 42 1 2; do T="$T /tmp/mt-$s/model-last"; done ;;
+    GS) for f in 1of3 2of3 3of3; do T="$T /tmp/fk-$f-42/model-last"; done ;;
+  esac
+  for s in 42 1 2; do F="$F,/tmp/mcf/teacher-1of2-$s/model-last"; G="$G,/tmp/mcf/teacher-2of2-$s/model-last"; done
   ls $T ${F//,/ } ${G//,/ } > /dev/null || exit 1
-  TAG=MS-$(date +%H%M)
+  TAG=$1-$(date +%H%M)
   for s in 42 1 2; do
     timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus NCBI-disease \
       --unlabelled-corpora BC5CDR BC2GM linnaeus --teachers $T --teacher-head ncbi --kfold 2 \
       --fold-teachers 1of2=${F#,} --fold-teachers 2of2=${G#,} --no-teacher-eval --set training.bucket_size=32 \
       --set distil.augment=1 --set training.epochs=20 --resume --set training.seed=$s --gold-weights 0.5 \
-      --deadline-s 575 --margin-s 120 --out /tmp/distil-MS-s$s \
+      --deadline-s ${FS_DEADLINE:-575} --margin-s 120 --out /tmp/distil-$1-s$s \
       --json-out $R/distil-ncbi-student-$TAG-$s.json > $R/distil-ncbi-student-$TAG-$s.log 2>&1 &
     pids="${pids:-} $!"
   done
@@ -666,22 +669,6 @@ GK)
     done
   done
   [ -n "${pids:-}" ] && wait $pids ;;
-GS)
-  T=""; F=""; G=""
-  for f in 1of3 2of3 3of3; do T="$T /tmp/fk-$f-42/model-last"; done
-  for s in 42 1 2; do F="$F,/tmp/mcf/teacher-1of2-$s/model-last"; G="$G,/tmp/mcf/teacher-2of2-$s/model-last"; done
-  ls $T ${F//,/ } ${G//,/ } > /dev/null || exit 1
-  TAG=GS-$(date +%H%M)
-  for s in 42 1 2; do
-    timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus NCBI-disease \
-      --unlabelled-corpora BC5CDR BC2GM linnaeus --teachers $T --teacher-head ncbi --kfold 2 \
-      --fold-teachers 1of2=${F#,} --fold-teachers 2of2=${G#,} --no-teacher-eval --set training.bucket_size=32 \
-      --set distil.augment=1 --set training.epochs=20 --resume --set training.seed=$s --gold-weights 0.5 \
-      --deadline-s ${FS_DEADLINE:-575} --margin-s 120 --out /tmp/distil-GS-s$s \
-      --json-out $R/distil-ncbi-student-$TAG-$s.json > $R/distil-ncbi-student-$TAG-$s.log 2>&1 &
-    pids="${pids:-} $!"
-  done
-  wait $pids ;;
 BG)
   for J in 3 1; do
     t0=$EPOCHREALTIME
