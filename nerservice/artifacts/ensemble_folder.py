@@ -3,7 +3,8 @@
     ensemble.json       format, how members are combined, and each member's folder and manifest sha256
     member-0/ ...       complete saved models (model_folder.py), copied in, each with its manifest
     metrics.json        the ensemble's own dev/test evaluation (when corpora were given)
-    lineage.json        where each member came from, and the members' lineages
+    lineage.json        where each member came from, the members' lineages, and the fingerprints of the data
+                        metrics.json was computed on (``evaluated_on``)
     manifest.json       sha256 and size of the top-level files (ensemble.json pins each member's manifest)
 
 Verifying the top manifest verifies every member (each member's manifest is pinned by its sha256, and each
@@ -92,13 +93,20 @@ def load_member(folder: str | Path, *, verify: bool = True) -> LoadedModel | Loa
     return load_model_folder(d, verify=verify)
 
 
+def member_sources(members: Sequence[str | Path], sources: Sequence[str] | None) -> list[str]:
+    """How the lineage names each member: ``sources`` (e.g. store references), else the resolved folder paths."""
+    return [str(s) for s in (sources or [str(Path(m).resolve()) for m in members])]
+
+
 def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics: dict[str, Any] | None = None,
                   sources: Sequence[str] | None = None,
-                  loaded: Sequence[LoadedModel | LoadedOnnx] | None = None) -> Path:
+                  loaded: Sequence[LoadedModel | LoadedOnnx] | None = None,
+                  evaluated_on: dict[str, Any] | None = None) -> Path:
     """Copy ``members`` (saved model folders, verified first) into a new ensemble folder, written under a
     temporary name and renamed into place.  ``sources``: how to name each member in the lineage (e.g. the
     store reference it was resolved from); defaults to the folder paths.  ``loaded``: ``load_model`` of each
-    member already done by the caller (verified), so it is not done twice."""
+    member already done by the caller (verified), so it is not done twice.  ``evaluated_on``: fingerprints of
+    the data ``metrics`` were computed on, kept in the lineage (``evaluated_before`` compares them)."""
     if not members:
         raise ModelLoadError("an ensemble needs at least one member model", hint="pass two or more model folders")
     nested = [str(m) for m in members if is_ensemble_dir(m)]
@@ -113,7 +121,7 @@ def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics
             raise ModelLoadError(f"member {i} ({members[i]}) has tags {other}; member 0 has {tags}",
                                  hint="an ensemble's members must be trained on the same tag set")
     out = Path(out_dir)
-    names = [str(s) for s in (sources or [str(Path(m).resolve()) for m in members])]
+    names = member_sources(members, sources)
     with staged(out) as tmp:
         entries = []
         for i, src in enumerate(members):
@@ -128,9 +136,37 @@ def save_ensemble(out_dir: str | Path, members: Sequence[str | Path], *, metrics
         write_json(tmp / LINEAGE, {
             "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "members": [{"source": names[i], "lineage": m.lineage, "metrics": m.metrics} for i, m in enumerate(loaded)],
+            **({"evaluated_on": evaluated_on} if evaluated_on is not None else {}),
         })
         write_manifest(tmp, FORMAT, TOP_FILES)
     return out
+
+
+def evaluated_before(out_dir: str | Path, members: Sequence[str | Path], *, sources: Sequence[str] | None,
+                     evaluated_on: dict[str, Any]) -> dict[str, Any] | None:
+    """The metrics of the ensemble folder already at ``out_dir`` when saving ``members`` there again would give
+    the same folder and the same scores, else None: it verifies, holds exactly these members in this order
+    (each copy's manifest byte-identical to the member's own, so every weight and vocabulary file is the same),
+    names them by the same ``sources``, and its metrics were computed on data with the fingerprints
+    ``evaluated_on``.  A recipe's rerun uses it so that an unchanged ensemble is not loaded and scored again;
+    ensembles saved before ``evaluated_on`` was recorded are never matched."""
+    d = Path(out_dir)
+    if not is_ensemble_dir(d):
+        return None
+    try:
+        verify_ensemble(d, read_manifest(d))
+        spec, lineage, metrics = (read_json(d / n) for n in (ENSEMBLE, LINEAGE, METRICS))
+    except (IntegrityError, ModelLoadError, OSError, ValueError):
+        return None  # damaged or foreign: saving again replaces it
+    entries = spec.get("members", []) if isinstance(spec, dict) else []
+    if not isinstance(lineage, dict) or lineage.get("evaluated_on") != evaluated_on or \
+            not isinstance(metrics, dict) or set(metrics) != set(evaluated_on) or len(entries) != len(members):
+        return None
+    for entry, member, name in zip(entries, members, member_sources(members, sources)):
+        own = Path(member) / MANIFEST
+        if entry.get("source") != name or not own.is_file() or sha256_file(own) != entry.get("manifest_sha256"):
+            return None
+    return metrics
 
 
 def verify_ensemble(path: str | Path, manifest: dict[str, Any]) -> dict[str, Any]:

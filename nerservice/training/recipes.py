@@ -147,14 +147,31 @@ def save_evaluated_ensemble(out: str | Path, members: Sequence[str | Path], corp
     """Members → one ensemble folder whose metrics.json holds its scores on ``corpora`` (e.g. dev, test).
     ``evaluate(predictor, data)`` scores one entry of ``corpora``: by default ``data`` is a list of sentences;
     a multi-corpus ensemble passes ``multi.evaluation.evaluate_heads`` and corpus name → sentences per entry.
-    Everything is evaluated before anything is written: a failure leaves no half-made ensemble behind."""
-    from nerservice.artifacts.ensemble_folder import LoadedEnsemble, load_member, save_ensemble
+    Everything is evaluated before anything is written: a failure leaves no half-made ensemble behind.
+    When ``out`` already holds this ensemble scored on this data (a recipe's rerun: every member read back
+    unchanged, ``training/finished.py``), its metrics are returned and nothing is loaded, scored or written
+    (``ensemble_folder.evaluated_before``)."""
+    from nerservice.artifacts.ensemble_folder import LoadedEnsemble, evaluated_before, load_member, save_ensemble
     from nerservice.metrics import evaluate_predictor
 
+    evaluated_on = evaluation_fingerprints(corpora)
+    before = evaluated_before(out, members, sources=sources, evaluated_on=evaluated_on)
+    if before is not None:
+        return Path(out), before
     evaluator = evaluate or evaluate_predictor
     loaded = [load_member(m) for m in members]  # verified here once; save_ensemble reuses them
     metrics: dict[str, Any] = {}
     if corpora:
         predictor = LoadedEnsemble(Path(out), loaded).predictor()
         metrics = {name: evaluator(predictor, corpus) for name, corpus in corpora.items()}
-    return save_ensemble(out, list(members), metrics=metrics, sources=sources, loaded=loaded), metrics
+    return save_ensemble(out, list(members), metrics=metrics, sources=sources, loaded=loaded,
+                         evaluated_on=evaluated_on), metrics
+
+
+def evaluation_fingerprints(corpora: Mapping[str, Any]) -> dict[str, Any]:
+    """``corpora`` as ``save_evaluated_ensemble`` takes them (split → sentences, or split → corpus name →
+    sentences for a multi-corpus ensemble), each list of sentences as its ``lineage.corpus_fingerprint``."""
+    from nerservice.lineage import corpus_fingerprint
+
+    return {name: {c: corpus_fingerprint(s) for c, s in data.items()} if isinstance(data, Mapping)
+            else corpus_fingerprint(data) for name, data in corpora.items()}
