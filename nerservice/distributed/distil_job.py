@@ -15,17 +15,19 @@ spec names its folder and head, and the workers load it there (``worker.spec_tea
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from nerservice.config import NerConfig
+from nerservice.data import Sentence
 from nerservice.data.unlabelled import UnlabelledText
 from nerservice.distil.config import DistilConfig
 from nerservice.distil.recipe import STUDENT_DIR, RunMany, cross_fit_teachers
 from nerservice.distil.run import Teacher
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.multi_corpora import CORPORA_FILE
-from nerservice.distributed.train_job import local_out_dir, read_splits, run_summary, run_training
+from nerservice.distributed.train_job import local_out_dir, read_back, read_splits, run_summary, run_training
 from nerservice.distributed.worker import rows_from_sentences, sentences_from_rows, unlabelled_rows
 from nerservice.errors import ConfigError
 from nerservice.training.recipes import RunSummary
@@ -39,6 +41,10 @@ def spark_runs(spark: Any, *, data_dir: str, world: int, **options: Any) -> RunM
         done = []
         for spec in specs:
             req = spec.request
+            finished = read_back(req, world=world, lineage=partial(spec_lineage, spec), **options)
+            if finished is not None:  # an earlier job's: no barrier stage
+                done.append(finished)
+                continue
             rows = {"train": rows_from_sentences(spec.train), "dev": rows_from_sentences(spec.dev),
                     **({"test": rows_from_sentences(spec.test)} if spec.test else {})}
             done.append(run_summary(run_training(
@@ -48,6 +54,13 @@ def spark_runs(spark: Any, *, data_dir: str, world: int, **options: Any) -> RunM
         return done
 
     return runs
+
+
+def spec_lineage(spec: RunSpec) -> tuple[Mapping[str, Sequence[Sentence]], bool]:
+    """A recipe run's splits as its lineage names them, and whether it scores test (``train_job.read_back``)."""
+    from nerservice.training.finished import run_corpora
+
+    return run_corpora(spec.request, spec.train, spec.dev, spec.test), bool(spec.test)
 
 
 def final_distil_job(spark: Any, *, data_dir: str, out: str, world: int, config: NerConfig,

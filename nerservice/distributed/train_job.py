@@ -7,11 +7,16 @@ executors as a broadcast.  Training itself happens only on the executors.
 from __future__ import annotations
 
 import json
+import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from nerservice.artifacts.layout import BEST, LAST, METRICS
 from nerservice.config import NerConfig
+from nerservice.data import Sentence
 from nerservice.distributed import hadoopfs
 from nerservice.distributed.faults import KillPlan
 from nerservice.distributed.multi_corpora import CORPORA_FILE, corpora_from_rows, flat_splits
@@ -223,14 +228,68 @@ def ensemble_on_driver(spark: Any, data_dir: str, out: Path, members: list[Path]
     return metrics
 
 
+Lineage = Callable[[], tuple[Mapping[str, Sequence[Sentence]], bool]]
+
+
+def read_back(req: RunRequest, *, world: int, lineage: Lineage, embeddings: str | Sequence[str] | None = None,
+              resume: bool = True, scaling: Mode = "fixed", rule: Rule = "linear", kill: KillPlan | None = None,
+              **_: Any) -> RunSummary | None:
+    """A recipe's run that an earlier job finished, read back on the driver (``training/finished.py``) so that a
+    rerun starts no barrier stage for it; None when it must run (the stage then resumes from the checkpoint).
+    The request is compared as the workers trained it: its config scaled to ``world`` and naming the vectors
+    the way the workers do.  ``lineage()`` — the run's splits as its lineage names them, and whether it scores
+    test — is called only once the folder holds a kept model's metrics, so a first run reads no data here.
+    Never read back: a run with a fault drill (``kill``), and one whose vectors were shipped as files (the
+    saved config names each executor's local copy, which differs from job to job)."""
+    from nerservice.training.finished import finished_from
+    from nerservice.training.trainer import config_with_vectors
+
+    sources = vector_sources(embeddings)
+    if not resume or kill is not None or any(Path(src).is_file() for src in sources):
+        return None
+    out = local_out_dir(str(req.out_dir))
+    if not (out / (LAST if req.keep == "last" else BEST) / METRICS).is_file():
+        return None
+    config = config_with_vectors(scale_config(req.config, world, scaling, rule), sources)
+    corpora, has_test = lineage()
+    done = finished_from(replace(req, config=config, out_dir=out), corpora, has_test=has_test)
+    if done is not None:  # stderr: the job's stdout is its summary JSON
+        print(f"{out}: finished earlier ({done.epochs_run} epochs, kept epoch {done.best_epoch}), read back from "
+              f"its folder; no barrier stage", file=sys.stderr, flush=True)
+    return done
+
+
 def spark_runner(spark: Any, *, data_dir: str, world: int, register: str | None = None, final: bool = False,
                  **options: Any) -> Runner:
     """Each run of a recipe (``training/recipes.py``, e.g. ``--final``) as one barrier stage of ``world``
     workers; ``options`` are ``run_training``'s (embeddings, resume, backend, scaling, ...).  With ``final``
-    only the kept model (phase 2) is registered."""
+    only the kept model (phase 2) is registered.  A run an earlier job finished is read back instead
+    (``read_back``), unless it is the one to register: the store sees it through its stage."""
+
+    def lineage_of(req: RunRequest) -> Lineage:
+        def read() -> tuple[Mapping[str, Sequence[Sentence]], bool]:
+            from nerservice.training.finished import run_corpora
+
+            if hadoopfs.exists(spark, hadoopfs.join(data_dir, CORPORA_FILE)):
+                from nerservice.multi.corpora import with_dev_in_train
+                from nerservice.multi.trainer import lineage_corpora
+
+                corpora_config, per_corpus = read_multi(spark, data_dir)
+                corpora = corpora_from_rows(corpora_config, per_corpus)
+                corpora = with_dev_in_train(corpora) if req.train_on_dev else corpora
+                return lineage_corpora(corpora), any(c.test for c in corpora)
+            rows = read_splits(spark, data_dir)
+            test = sentences_from_rows(rows["test"]) if rows.get("test") else None
+            return run_corpora(req, sentences_from_rows(rows["train"]), sentences_from_rows(rows["dev"]),
+                               test), bool(test)
+
+        return read
 
     def run(req: RunRequest) -> RunSummary:
         name = register if not final or req.keep == "last" else None
+        done = read_back(req, world=world, lineage=lineage_of(req), **options) if name is None else None
+        if done is not None:
+            return done
         return run_summary(run_training(spark, data_dir=data_dir, out_dir=str(req.out_dir), world=world,
                                         config=req.config, register=name, train_on_dev=req.train_on_dev,
                                         keep=req.keep, recipe=req.recipe, **options))

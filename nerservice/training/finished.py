@@ -19,9 +19,9 @@ loop trains no epoch, so the recipe recorded phase 1 as taking 0 minutes.
   (``model.char_lm``) is never read back: its hash needs the LM loaded, which is most of the set-up saved.
 
 Used by ``training.run_pool.run_spec`` (``nerservice train``, in this process or ``--jobs`` workers) and
-``multi.trainer.multi_runner`` (``--corpora``: the lineage names each corpus's splits ``NAME/train`` ...).  A Spark
-recipe's runs still go through their barrier stage: the job's summary (workers, weights digests, phases) is
-built there.
+``multi.trainer.multi_runner`` (``--corpora``: the lineage names each corpus's splits ``NAME/train`` ...), and on
+the Spark driver by ``distributed.train_job.read_back`` (``spark_jobs/train.py --final/--seeds/--distil``: a
+finished run starts no barrier stage).
 
 Seconds are the sum of the history's training and dev-evaluation seconds (what the epochs cost; the set-up and
 saves are not in the history).
@@ -40,10 +40,15 @@ from nerservice.training.recipes import RunRequest, RunSummary
 def finished_run(request: RunRequest, train: Sequence[Sentence], dev: Sequence[Sentence],
                  test: Sequence[Sentence] | None, *, progress: bool = False) -> RunSummary | None:
     """The summary of ``request``'s run when its folder holds it finished on this data and config, else None."""
+    return finished_from(request, run_corpora(request, train, dev, test), has_test=bool(test), progress=progress)
+
+
+def run_corpora(request: RunRequest, train: Sequence[Sentence], dev: Sequence[Sentence],
+                test: Sequence[Sentence] | None) -> dict[str, list[Sentence]]:
+    """The splits ``train()`` fingerprints in the lineage of ``request``'s run (phase 2 trains on train + dev)."""
     from nerservice.training.trainer import lineage_corpora
 
-    corpora = lineage_corpora([*train, *dev] if request.train_on_dev else train, dev, test)
-    return finished_from(request, corpora, has_test=bool(test), progress=progress)
+    return lineage_corpora([*train, *dev] if request.train_on_dev else train, dev, test)
 
 
 def finished_from(request: RunRequest, corpora: Mapping[str, Sequence[Sentence]], *,

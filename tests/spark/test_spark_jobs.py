@@ -271,6 +271,23 @@ def test_seeds_make_an_ensemble_that_the_driver_scores(spark_cluster, prepared, 
     assert ens.metrics["test"]["micro"] == pytest.approx(summary["test"]["micro"])
     from_file = evaluate_predictor(ens.predictor(), read_corpus(bad_corpus["paths"]["test"]).sentences)
     assert from_file["micro"] == pytest.approx(summary["test"]["micro"])
+    # The same command again: both runs are read back on the driver (no barrier stage starts: each run's
+    # attempt log keeps its lines) and so is the ensemble's score; the job reports what the first did.
+    from nerservice.distributed.worker import read_attempts
+
+    attempts = {s: read_attempts(out / f"seed-{s}") for s in (seed, seed + 1)}
+    assert all(attempts.values())
+    ensemble_files = {p.name: p.read_bytes() for p in (out / "ensemble").iterdir() if p.is_file()}
+    again = spark_cluster.submit("spark_jobs/train.py", "--data", str(prepared[0]), "--out", str(out), "--workers",
+                                 "1", "--seeds", "2", *overrides(**{"training.epochs": 1}), timeout=300)
+    check(again, "train --seeds 2, rerun")
+    # under spark-submit the driver's stderr may come out on stdout (job_helpers.job_json)
+    assert (again.stdout + again.stderr).count("read back from its folder; no barrier stage") == 2
+    assert {s: read_attempts(out / f"seed-{s}") for s in (seed, seed + 1)} == attempts
+    rerun = job_json(again.stdout)
+    assert rerun["test"] == summary["test"] and rerun["members"] == summary["members"]
+    assert [r["epochs_run"] for r in rerun["runs"]] == [r["epochs_run"] for r in summary["runs"]]
+    assert {p.name: p.read_bytes() for p in (out / "ensemble").iterdir() if p.is_file()} == ensemble_files
 
 
 def test_final_distil_trains_every_model_on_the_executors_and_registers_the_student(  # noqa: ANN201

@@ -78,6 +78,14 @@ def test_preprocess_and_train_several_corpora(spark_cluster, tmp_path: Path, cap
     again = json.loads(capsys.readouterr().out)
     assert again["per_corpus"]["dis"]["micro"] == pytest.approx(summary["test"]["per_corpus"]["dis"]["micro"])
     assert Extractor.load(final / "ensemble").labels == ["Disease", "Drug"]
+    # The command again: phase 1 and both final models are read back on the driver (their per-corpus lineage
+    # matches the data folder's), so no barrier stage starts, and the job reports the first one's figures.
+    rerun = spark_cluster.submit("spark_jobs/train.py", "--data", str(prep), "--out", str(final), "--workers", "2",
+                                 "--final", "--seeds", "2", *overrides(**{"training.epochs": 2, "model.embeddings": []}),
+                                 timeout=300)
+    check(rerun, "train multi-corpus --final --seeds 2, rerun")
+    assert (rerun.stdout + rerun.stderr).count("read back from its folder; no barrier stage") == 3
+    assert job_json(rerun.stdout)["test"] == summary["test"]
 
     # Batch inference of one head (predict.py --head) on the model trained above, rather than a job of its own:
     # the "chem" head alone answers, exactly as the in-process Extractor of that head does.
