@@ -210,6 +210,8 @@
 #   JSON for a finished run; now `finished`) and, with nothing to wait for, hung on a bare `wait` until the call's
 #   limit; GS then ran on the 9-10-epoch FK models with the 8 device minutes left and was cut at epoch 15 of 20,
 #   before scoring. No figure (BENCHMARKS "Session 30"). Next time: FK alone in call 1 (as session 29), MF in call 2.
+#   GM: GK's second half alone (MF's six fold teachers). Session 31's order, chained on one warm machine:
+#   `K=3 TSEEDS=42 ... FK`, then `GM`, then `GS` (GK itself looks for FK's results in its own /tmp/resGK only)
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
@@ -296,6 +298,21 @@ kf_teachers() {
     for s in 42 1 2; do m="$m,/tmp/kf/teacher-$f-$s/model-last"; done
     FT="$FT --fold-teachers $f=${m#,}"
     ls ${m//,/ } > /dev/null || exit 1
+  done
+}
+# MF's six single-corpus fold teachers (2 blocks x seeds 42/1/2, 24 epochs, model-last, /tmp/mcf/teacher-BofK-S), the
+# runs distil_gpu.py --cross-fit trains, started in the background (PIDs appended to $pids); skips finished folders
+mcf_fold_teachers() {
+  local f s
+  mkdir -p /tmp/mcf
+  for f in 1of2 2of2; do
+    for s in 42 1 2; do
+      [ -d /tmp/mcf/teacher-$f-$s/model-last ] && continue
+      timeout $((580 - SECONDS)) python3 bench/gpu/train_gpu.py --corpus $D/NCBI-disease $V --fold $f --no-ceiling \
+        --no-inference --set training.seed=$s --set training.epochs=24 --set training.max_minutes=7 \
+        --out /tmp/mcf/teacher-$f-$s --json-out $R/mcf-teacher-$f-$s.json > $R/mcf-teacher-$f-$s.log 2>&1 &
+      pids="${pids:-} $!"
+    done
   done
 }
 CHAR2="--set model.char_embedding_dim=50 --set model.char_cnn_filters=60 --set model.char_lstm_units=50"
@@ -658,16 +675,10 @@ GK)
       --json-out $R/multi4-fold-$f-42.json >> $R/multi4-fold-$f-42.log 2>&1 &
     pids="${pids:-} $!"
   done
-  mkdir -p /tmp/mcf
-  for f in 1of2 2of2; do
-    for s in 42 1 2; do
-      [ -d /tmp/mcf/teacher-$f-$s/model-last ] && continue
-      timeout $((580 - SECONDS)) python3 bench/gpu/train_gpu.py --corpus $D/NCBI-disease $V --fold $f --no-ceiling \
-        --no-inference --set training.seed=$s --set training.epochs=24 --set training.max_minutes=7 \
-        --out /tmp/mcf/teacher-$f-$s --json-out $R/mcf-teacher-$f-$s.json > $R/mcf-teacher-$f-$s.log 2>&1 &
-      pids="${pids:-} $!"
-    done
-  done
+  mcf_fold_teachers
+  [ -n "${pids:-}" ] && wait $pids ;;
+GM)
+  mcf_fold_teachers
   [ -n "${pids:-}" ] && wait $pids ;;
 BG)
   for J in 3 1; do
