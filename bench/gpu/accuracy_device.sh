@@ -212,6 +212,8 @@
 #   before scoring. No figure (BENCHMARKS "Session 30"). Next time: FK alone in call 1 (as session 29), MF in call 2.
 #   GM: GK's second half alone (MF's six fold teachers). Session 31's order, chained on one warm machine:
 #   `K=3 TSEEDS=42 ... FK`, then `GM`, then `GS` (GK itself looks for FK's results in its own /tmp/resGK only)
+#   Session 31 ran that chain on an H100 (518 + 146 + 507 s): FK's ensemble 87.13 on test, GS's students 85.67 /
+#   85.73 / 84.84 (mean 85.41), 1.06 below MS (BENCHMARKS "Session 31"). Next: MS again as it was (MT, MF, MS).
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
