@@ -6,8 +6,8 @@ on, the ensemble's marginals are almost one-hot at the gold tags — the student
 only on other text (the unlabelled corpora) do they carry what the ensemble knows beyond the labels.  These
 figures (``nerservice.distil.confidence``, which ``nerservice distil`` also records in a student's lineage) check
 that, for each group of sentences and each temperature: ``mean_max`` (mean over tokens of the largest node
-marginal; 1.0 = one-hot), ``mean_entropy`` (nats), ``soft_share`` (tokens whose largest marginal is below 0.9)
-and, for labelled groups, ``argmax_vs_gold`` (tokens whose largest marginal is not the gold tag).  (Session 14's
+marginal; 1.0 = one-hot), ``mean_entropy`` (nats), ``soft_share`` (tokens whose largest marginal is below 0.9),
+``entity_share`` (tokens whose most likely tag is not "O") and, for labelled groups, ``argmax_vs_gold`` (tokens whose largest marginal is not the gold tag).  (Session 14's
 call AG ran this script's first version, same figures under the names ``share_max_below_0.9`` and
 ``share_max_below_0.5``.)
 

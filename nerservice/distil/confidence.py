@@ -8,7 +8,10 @@ the labels reaches the student almost only through unlabelled text.  ``distil`` 
 student's lineage and prints them, so a user sees how much the unlabelled text carries.
 
 Every head's block of columns is a distribution of its own (multi-corpus teachers): figures pool tokens x
-heads.
+heads.  ``entity_share`` — tokens whose most likely tag is not "O" (a block's first column, ``TagVocabulary``)
+— says how much of a text the teacher calls an entity: two teachers of equal test F1 gave students 1.06 apart
+(BENCHMARKS.md, session 31) with the same softness on the unlabelled text, so what they tag there is the next
+thing to compare.
 """
 from __future__ import annotations
 
@@ -23,22 +26,24 @@ SOFT_BELOW = 0.9  # a token whose largest marginal is below this counts as "soft
 def confidence(node: np.ndarray, blocks: Sequence[slice], gold: np.ndarray | None = None) -> dict[str, Any]:
     """``node``: (tokens, K) marginals, each block of columns summing to 1 per token (or all-zero: a head
     without targets there is skipped); ``gold``: (tokens,) tag ids, the share whose block's argmax differs."""
-    tops, entropies, wrong = [], [], []
+    tops, entropies, wrong, tagged = [], [], [], []
     for cols in blocks:
         q = node[:, cols]
         live = q.sum(axis=1) > 0.5
         q = q[live]
         tops.append(q.max(axis=1))
         entropies.append(-(q * np.log(np.clip(q, 1e-12, 1.0))).sum(axis=1))
+        tagged.append(q.argmax(axis=1) != 0)  # column 0 of every block is its "O"
         if gold is not None:
             g = gold[live]
             mine = (g >= cols.start) & (g < cols.stop)  # a gold tag belongs to one head's block
             wrong.append(q[mine].argmax(axis=1) + cols.start != g[mine])
-    top, entropy = np.concatenate(tops), np.concatenate(entropies)
+    top, entropy, entity = np.concatenate(tops), np.concatenate(entropies), np.concatenate(tagged)
     out: dict[str, Any] = {"tokens": int(node.shape[0]),
                            "mean_max": round(float(top.mean()), 6) if top.size else None,
                            "mean_entropy": round(float(entropy.mean()), 6) if entropy.size else None,
-                           "soft_share": round(float((top < SOFT_BELOW).mean()), 6) if top.size else None}
+                           "soft_share": round(float((top < SOFT_BELOW).mean()), 6) if top.size else None,
+                           "entity_share": round(float(entity.mean()), 6) if entity.size else None}
     if gold is not None:
         flags = np.concatenate(wrong)
         out["argmax_vs_gold"] = round(float(flags.mean()), 6) if flags.size else None
@@ -63,7 +68,8 @@ def describe_confidence(soft: dict[str, Any]) -> str:
     """One line for the console: where the targets carry more than the gold tags."""
     def part(name: str) -> str:
         c = soft[name]
-        return f"{name} text {100 * c['soft_share']:.2f} % (mean max {c['mean_max']:.4f})"
+        return (f"{name} text {100 * c['soft_share']:.2f} % (mean max {c['mean_max']:.4f}; "
+                f"{100 * c['entity_share']:.2f} % of tokens tagged as entities)")
     parts = [part(n) for n in soft if n != "soft_below" and soft[n]["soft_share"] is not None]
     alone = set(soft) <= {"soft_below", "labelled"}
     return (f"soft targets (largest marginal < {soft['soft_below']:g}): " + "; ".join(parts)
