@@ -64,6 +64,18 @@ def split_confidence(unary: np.ndarray, offsets: np.ndarray, groups: Sequence[tu
     return out
 
 
+def by_source(unary: np.ndarray, offsets: np.ndarray, first: int, sources: Sequence[str],
+              blocks: Sequence[slice]) -> dict[str, Any]:
+    """``confidence`` per source file of sentences ``first``, ``first + 1``, ... (``sources[k]`` names
+    sentence ``first + k``'s file): unlabelled text from several corpora is where teachers differ (what each
+    tags in a gene corpus' text is not what it tags in a disease corpus'), and one pooled figure hides that."""
+    spans: dict[str, list[np.ndarray]] = {}
+    for k, source in enumerate(sources):
+        a, b = int(offsets[first + k]), int(offsets[first + k + 1])
+        spans.setdefault(source, []).append(unary[a:b])
+    return {source: confidence(np.concatenate(rows), blocks) for source, rows in spans.items()}
+
+
 def describe_confidence(soft: dict[str, Any]) -> str:
     """One line for the console: where the targets carry more than the gold tags."""
     def part(name: str) -> str:

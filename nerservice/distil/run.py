@@ -33,7 +33,7 @@ from nerservice.config import NerConfig
 from nerservice.data import Sentence
 from nerservice.data.unlabelled import UnlabelledText
 from nerservice.distil.augment import augment
-from nerservice.distil.confidence import describe_confidence, split_confidence
+from nerservice.distil.confidence import by_source, describe_confidence, split_confidence
 from nerservice.distil.config import DistilConfig
 from nerservice.distil.student import MultiStudentTagger, StudentTagger
 from nerservice.distil.targets import TeacherTargets, build_targets
@@ -219,7 +219,11 @@ def plan_distillation(teacher: Teacher, predictor: Any, config: NerConfig, disti
     targets = TeacherTargets.assemble(parts, len(sentences))
     seconds = time.perf_counter() - t0
     groups = [("labelled", len(labelled)), ("augmented", len(synthetic)), ("unlabelled", len(from_files))]
-    soft = split_confidence(targets.unary, targets.offsets, groups, heads or [slice(0, targets.n_tags)])
+    blocks = heads or [slice(0, targets.n_tags)]
+    soft = split_confidence(targets.unary, targets.offsets, groups, blocks)
+    if from_files:
+        soft["unlabelled"]["by_file"] = by_source(targets.unary, targets.offsets, len(labelled) + len(synthetic),
+                                                  [s.file or "" for s in from_files], blocks)
     if progress:
         print(f"teacher targets{f' ({len(heads)} heads)' if heads else ''} for {len(sentences)} sentences "
               f"({targets.unary.shape[0]} tokens) in {seconds:.1f} s", flush=True)

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from nerservice.distil.confidence import confidence, describe_confidence, split_confidence
+from nerservice.distil.confidence import by_source, confidence, describe_confidence, split_confidence
 
 
 def test_one_hot_and_uniform_targets() -> None:
@@ -49,3 +49,14 @@ def test_split_between_labelled_and_unlabelled_sentences() -> None:
     assert "unlabelled text 100.00 % (mean max 0.6500; 50.00 % of tokens tagged as entities)" in line
     only = split_confidence(sure, np.array([0, 2, 3]), [("labelled", 2), ("unlabelled", 0)], [slice(0, 3)])
     assert "unlabelled" not in only and "--unlabelled text (real, not yet seen by the teacher) is where" in describe_confidence(only)
+
+
+def test_by_source_pools_each_files_sentences() -> None:
+    # sentences: a labelled one (not counted), then a.tsv, b.tsv, a.tsv again (pooled with the first a.tsv)
+    o, b_ = [1, 0, 0], [0, 1, 0]
+    unary = np.array([o, b_, o, o, b_, b_, o], np.float32)
+    offsets = np.array([0, 2, 3, 5, 7])
+    per = by_source(unary, offsets, 1, ["a.tsv", "b.tsv", "a.tsv"], [slice(0, 3)])
+    assert list(per) == ["a.tsv", "b.tsv"]
+    assert per["a.tsv"]["tokens"] == 3 and per["a.tsv"]["entity_share"] == pytest.approx(1 / 3)  # O; B, O
+    assert per["b.tsv"]["tokens"] == 2 and per["b.tsv"]["entity_share"] == 0.5  # O, B

@@ -67,6 +67,10 @@ def test_the_student_learns_the_teachers_tags(work: dict[str, Path], capsys: pyt
     assert soft["labelled"]["tokens"] == d["labelled"]["tokens"]
     assert soft["unlabelled"]["tokens"] == d["unlabelled"]["tokens"]
     assert 0 < soft["unlabelled"]["mean_max"] <= 1 and 0 <= soft["labelled"]["soft_share"] <= 1
+    per_file = soft["unlabelled"]["by_file"]  # the same figures per --unlabelled file, tokens adding up
+    assert set(per_file) == {str(work["unlabelled"]), str(work["other"])} == set(d["unlabelled"]["files"])
+    assert sum(f["tokens"] for f in per_file.values()) == d["unlabelled"]["tokens"]
+    assert all(0 <= f["entity_share"] <= 1 for f in per_file.values())
     # --keep last: exactly training.epochs epochs, not stopped by the teacher's patience of 2
     assert teacher.config.training.patience == 2 and student.config.training.patience == 4
     assert len(json.loads((work["out"] / LAST / "history.json").read_text())) == 4
