@@ -9,9 +9,9 @@ student's lineage and prints them, so a user sees how much the unlabelled text c
 
 Every head's block of columns is a distribution of its own (multi-corpus teachers): figures pool tokens x
 heads.  ``entity_share`` — tokens whose most likely tag is not "O" (a block's first column, ``TagVocabulary``)
-— says how much of a text the teacher calls an entity: two teachers of equal test F1 gave students 1.06 apart
-(BENCHMARKS.md, session 31) with the same softness on the unlabelled text, so what they tag there is the next
-thing to compare.
+— says how much of a text the teacher calls an entity: a teacher 0.49 F1 better on test taught students 1.06
+worse (BENCHMARKS.md, session 31) with the same softness on the unlabelled text, so what each tags there is
+the next thing to compare.
 """
 from __future__ import annotations
 
