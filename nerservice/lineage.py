@@ -11,7 +11,8 @@ from typing import Any
 
 from nerservice.data import Sentence
 
-PACKAGES = ("nerservice", "keras", "tensorflow-cpu", "tensorflow", "jax", "numpy", "seqeval", "pyspark", "mlflow")
+PACKAGES = ("nerservice", "keras", "tensorflow-cpu", "tensorflow", "jax", "jaxlib", "numpy", "seqeval", "pyspark",
+            "mlflow")
 
 
 def corpus_fingerprint(sentences: Iterable[Sentence]) -> str:

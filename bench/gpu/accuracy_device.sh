@@ -626,7 +626,7 @@ MS|GS)
   for s in 42 1 2; do F="$F,/tmp/mcf/teacher-1of2-$s/model-last"; G="$G,/tmp/mcf/teacher-2of2-$s/model-last"; done
   ls $T ${F//,/ } ${G//,/ } > /dev/null || exit 1
   TAG=$1-$(date +%H%M)
-  for s in 42 1 2; do
+  for s in ${SSEEDS:-42 1 2}; do
     timeout 585 python3 bench/gpu/distil_gpu.py --data $D --embeddings $D/glove50.txt --corpus NCBI-disease \
       --unlabelled-corpora BC5CDR BC2GM linnaeus --teachers $T --teacher-head ncbi --kfold 2 \
       --fold-teachers 1of2=${F#,} --fold-teachers 2of2=${G#,} --no-teacher-eval --set training.bucket_size=32 \

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from folds import fold_names, held_out_rows  # bench/gpu/, the script's own folder
+from runtime import runtime
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 # Several processes share the GPU while the teachers train (and this one holds a client): none may take 75 %.
@@ -193,13 +194,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"backend": keras.backend.backend(), "protocol": args.protocol, "corpus": args.corpus,
                               "unlabelled_corpora": args.unlabelled_corpora, "teacher_set": args.teacher_set,
-                              "student_set": args.set, "stages_s": {}, "students": []}
-    try:
-        import jax
-
-        result["device"] = str(jax.devices()[0])
-    except ImportError:
-        result["device"] = "cpu (no jax)"
+                              "student_set": args.set, "stages_s": {}, "students": [], **runtime()}
 
     def save() -> None:
         result["wall_s"] = time.perf_counter() - started

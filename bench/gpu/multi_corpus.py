@@ -72,7 +72,9 @@ def run_one(args: argparse.Namespace) -> dict:
                         callbacks=[partial], **final)
         per = {c: {"dev_f1": o.dev["per_corpus"][c]["micro"]["f1"],
                    "test_f1": o.test["per_corpus"][c]["micro"]["f1"] if o.test else None} for c in cc.names}
-    return {"run": args.one, "seed": args.seed, "per_corpus": per, "best_epoch": o.best_epoch,
+    from runtime import runtime  # bench/gpu/, the script's own folder
+
+    return {"run": args.one, "seed": args.seed, **runtime(), "per_corpus": per, "best_epoch": o.best_epoch,
             "epochs_run": len(o.history), "stopped": o.stopped_reason, "seconds": time.perf_counter() - t0,
             "epoch_seconds": [round(h["train_seconds"] + h["eval_seconds"], 2) for h in o.history],
             "dev_f1_by_epoch": [round(h["dev_f1"], 4) for h in o.history]}

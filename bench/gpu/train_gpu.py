@@ -153,6 +153,7 @@ def main() -> None:
     import jax
     import keras
     from folds import split_fold  # bench/gpu/, the script's own folder
+    from runtime import runtime
 
     from nerservice.config import NerConfig
     from nerservice.data import read_corpus
@@ -226,7 +227,7 @@ def main() -> None:
 
     result = {
         "seen_unseen_recall": recall_split,
-        "device": str(jax.devices()[0]), "data_parallel_devices": args.data_parallel or 1,
+        **runtime(), "data_parallel_devices": args.data_parallel or 1,
         "embeddings": args.embeddings, "window_tokens": args.window_tokens, "config": config.model_dump(mode="json"),
         "train_sentences": len(tr), "dev_sentences": len(dv), "epochs_run": len(hist), "best_epoch": outcome.best_epoch, "stopped": outcome.stopped_reason,
         "train_tokens_per_s_steady": steady, "train_tokens_per_s_by_epoch": tps,

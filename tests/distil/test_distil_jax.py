@@ -49,6 +49,10 @@ def test_the_gpu_bench_distils_under_jax_without_tensorflow(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
     r = json.loads(out.read_text())
     assert r["backend"] == "jax" and r["tensorflow_imported"] is False
+    # what ran it (bench/gpu/runtime.py), so two sessions' figures can be told apart by more than the date
+    from importlib import metadata
+    assert r["packages"]["jax"] == metadata.version("jax") and r["packages"]["jaxlib"] == metadata.version("jaxlib")
+    assert r["packages"]["keras"] == metadata.version("keras") and r["device_kind"] == "cpu"
     assert r["ensemble"]["members"] == 2 and r["data"]["unlabelled_tokens"] > 500
     # train + devel = 110 sentences in blocks of 36 / 37 / 37, each labelled by its own fold's ensemble
     assert [r["folds"][f"{i}of3"]["rows"] for i in (1, 2, 3)] == [[0, 36], [36, 73], [73, 110]]
