@@ -214,6 +214,10 @@
 #   `K=3 TSEEDS=42 ... FK`, then `GM`, then `GS` (GK itself looks for FK's results in its own /tmp/resGK only)
 #   Session 31 ran that chain on an H100 (518 + 146 + 507 s): FK's ensemble 87.13 on test, GS's students 85.67 /
 #   85.73 / 84.84 (mean 85.41), 1.06 below MS (BENCHMARKS "Session 31"). Next: MS again as it was (MT, MF, MS).
+# Session 32 reran MT, MF, MS unchanged on an H100, then `SSEEDS="3 4 5" FS_DEADLINE=535 ... MS` (SSEEDS: MS's
+#   student seeds, default 42 1 2): students 85.68 over six seeds, not 86.47; every stage ran lower than in session
+#   26 (BENCHMARKS "Session 32"). So: **compare a GPU experiment only with a baseline run in the same session on the
+#   same machine** (chain it before or after the experiment); a three-seed mean from another day moved 0.6-0.8.
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
