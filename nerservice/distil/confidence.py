@@ -9,9 +9,8 @@ student's lineage and prints them, so a user sees how much the unlabelled text c
 
 Every head's block of columns is a distribution of its own (multi-corpus teachers): figures pool tokens x
 heads.  ``entity_share`` — tokens whose most likely tag is not "O" (a block's first column, ``TagVocabulary``)
-— says how much of a text the teacher calls an entity: a teacher 0.49 F1 better on test taught students 1.06
-worse (BENCHMARKS.md, session 31) with the same softness on the unlabelled text, so what each tags there is
-the next thing to compare.
+— says how much of a text the teacher calls an entity, which softness alone does not: two teachers of equal
+softness on the unlabelled text can tag different tokens there (BENCHMARKS.md, sessions 31-32).
 """
 from __future__ import annotations
 
