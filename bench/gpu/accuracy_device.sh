@@ -218,6 +218,17 @@
 #   student seeds, default 42 1 2): students 85.68 over six seeds, not 86.47; every stage ran lower than in session
 #   26 (BENCHMARKS "Session 32"). So: **compare a GPU experiment only with a baseline run in the same session on the
 #   same machine** (chain it before or after the experiment); a three-seed mean from another day moved 0.6-0.8.
+# Session 33 (issue 14): fine-tuning the four-corpus model on one corpus (`bench/gpu/finetune_head.py`: the whole
+#   network goes on training on that corpus alone from the four-corpus weights; every figure paired with the
+#   model it started from, scored in the same process). Four calls chained on one warm machine:
+#   HW: W phase 1 (AT: weights ncbi 2 / bc2gm 2, train splits, model-best by mean dev F1, 7.0-min cap), seeds
+#      42/1/2 side by side, /tmp/multi-w2-S
+#   H1: phase 1 of the fine-tuning, twelve processes: heads ncbi and bc5cdr x rates $FT_RATES (default 0.001 0.004)
+#      x HW's three models; train split, early stopping on that head's dev F1 (patience 3, <= 12 epochs; epoch 0
+#      = the start, which a fine-tuned epoch must beat). Dev chooses, per head, the rate and E (the mean kept epoch)
+#   MT: as session 26 (the four-corpus final models, /tmp/mt-S; also the same-session baseline)
+#   H2: phase 2: MT's three models fine-tuned on HEAD's train + devel for E epochs at RATE, model-last, for each
+#      "HEAD:RATE:E" in $FT_FINAL (e.g. FT_FINAL="ncbi:0.001:4 bc5cdr:0.001:3")
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
 #   BF: the product's one-command recipe on BC5CDR, seed SEED (default 42): phase 1, then the 3 final models and the
 #      6 fold teachers (2 blocks of train + devel) as 9 worker processes sharing the GPU, then one student on
@@ -639,6 +650,27 @@ MS|GS)
       --json-out $R/distil-ncbi-student-$TAG-$s.json > $R/distil-ncbi-student-$TAG-$s.log 2>&1 &
     pids="${pids:-} $!"
   done
+  wait $pids ;;
+HW)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  multi 520 7.0 w2 $D/corpora-w.json "" ;;
+H1)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json  # the carried data folder replaces what an earlier call wrote
+  for h in ${FT_HEADS:-ncbi bc5cdr}; do for r in ${FT_RATES:-0.001 0.004}; do for s in 42 1 2; do
+    timeout $((580 - SECONDS)) python3 bench/gpu/finetune_head.py --model /tmp/multi-w2-$s/model-best \
+      --corpora $D/corpora-w.json --head $h --set training.learning_rate=$r --set training.epochs=12 \
+      --set training.patience=3 --json-out $R/ft1-$h-$r-$s.json > $R/ft1-$h-$r-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done; done; done
+  wait $pids ;;
+H2)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  for x in ${FT_FINAL:?HEAD:RATE:E ...}; do IFS=: read h r e <<< "$x"; for s in 42 1 2; do
+    timeout $((580 - SECONDS)) python3 bench/gpu/finetune_head.py --model /tmp/mt-$s/model-last --train-on-dev \
+      --corpora $D/corpora-w.json --head $h --set training.learning_rate=$r --set training.epochs=$e \
+      --json-out $R/ft2-$h-$r-$e-$s.json > $R/ft2-$h-$r-$e-$s.log 2>&1 &
+    pids="${pids:-} $!"
+  done; done
   wait $pids ;;
 FK)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
