@@ -227,6 +227,8 @@
 #      x HW's three models; train split, early stopping on that head's dev F1 (patience 3, <= 12 epochs; epoch 0
 #      = the start, which a fine-tuned epoch must beat). Dev chooses, per head, the rate and E (the mean kept epoch)
 #   MT: as session 26 (the four-corpus final models, /tmp/mt-S; also the same-session baseline)
+#   HD: HW with `model.word_dropout=0` (session 17 saw the four-corpus model's NCBI-disease dev 0.65 higher without
+#      word dropout, across sessions; this is the same-session check against HW's dev F1), /tmp/multi-w2wd0-S
 #   H2: phase 2: MT's three models fine-tuned on HEAD's train + devel for E epochs at RATE, model-last, for each
 #      "HEAD:RATE:E" in $FT_FINAL (e.g. FT_FINAL="ncbi:0.001:4 bc5cdr:0.001:3")
 # Session 23 (prepared, not run: no GPU was lent; `nerservice train --final --seeds N --distil --jobs J` is new):
@@ -654,6 +656,9 @@ MS|GS)
 HW)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
   multi 520 7.0 w2 $D/corpora-w.json "" ;;
+HD)
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  multi 520 7.0 w2wd0 $D/corpora-w.json "--set model.word_dropout=0" ;;
 H1)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json  # the carried data folder replaces what an earlier call wrote
   for h in ${FT_HEADS:-ncbi bc5cdr}; do for r in ${FT_RATES:-0.001 0.004}; do for s in 42 1 2; do
