@@ -77,7 +77,10 @@ def run_one(args: argparse.Namespace) -> dict:
     return {"run": args.one, "seed": args.seed, **runtime(), "per_corpus": per, "best_epoch": o.best_epoch,
             "epochs_run": len(o.history), "stopped": o.stopped_reason, "seconds": time.perf_counter() - t0,
             "epoch_seconds": [round(h["train_seconds"] + h["eval_seconds"], 2) for h in o.history],
-            "dev_f1_by_epoch": [round(h["dev_f1"], 4) for h in o.history]}
+            "dev_f1_by_epoch": [round(h["dev_f1"], 4) for h in o.history],
+            # each head's own curve: an epoch count for one corpus can be read from its head (session 33)
+            **({"dev_f1_by_epoch_per_corpus": {c: [round(h["dev_f1_per_corpus"][c], 4) for h in o.history]
+                                               for c in per}} if kind != "single" else {})}
 
 
 def fold_splits(c: Any, fold: str) -> Any:
