@@ -658,7 +658,7 @@ HW)
   multi 520 7.0 w2 $D/corpora-w.json "" ;;
 HD)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
-  multi 520 7.0 w2wd0 $D/corpora-w.json "--set model.word_dropout=0" ;;
+  multi ${HD_TIMEOUT:-520} ${HD_CAP:-7.0} w2wd0 $D/corpora-w.json "--set model.word_dropout=0" ;;
 H1)
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json  # the carried data folder replaces what an earlier call wrote
   for h in ${FT_HEADS:-ncbi bc5cdr}; do for r in ${FT_RATES:-0.001 0.004}; do for s in 42 1 2; do
