@@ -5,6 +5,7 @@ that mlflow imports. Module names here are therefore unique across the suite (``
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -54,3 +55,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports: the sockets stay bound until all are chosen (``free_port()`` called n times
+    may hand out one port twice, and two servers told the same port race for it)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]

@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from docker_tools import REPO, compose_model, free_port
+from docker_tools import REPO, compose_model, free_ports
 
 from helpers import jvm_env
 
@@ -97,7 +97,8 @@ def stack(tmp_path, demo_corpus):
 
     import pyspark
 
-    ports = {n: free_port() for n in ("mlflow", "master", "master_ui", "w1_ui", "w2_ui", "api")}
+    names = ("mlflow", "master", "master_ui", "w1_ui", "w2_ui", "api")
+    ports = dict(zip(names, free_ports(len(names))))
     store_uri = f"http://127.0.0.1:{ports['mlflow']}"
     base = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "TF_CPP_MIN_LOG_LEVEL": "2",
             "NERSERVICE_STORE_DIR": str(tmp_path / "client-cache")}
@@ -109,6 +110,14 @@ def stack(tmp_path, demo_corpus):
     try:
         (tmp_path / "mlflow").mkdir()
         mlflow = start("mlflow", _mlflow_args(port=ports["mlflow"], root=tmp_path / "mlflow"), base)
+        _wait_for(f"{store_uri}/health", proc=mlflow, log=logs / "mlflow.log")
+        api = start("api", [str(BIN / "nerservice"), "serve", "--host", "127.0.0.1", "--port", str(ports["api"])],
+                    {**base, "NERSERVICE_STORE_URI": store_uri, "NERSERVICE_MODEL": "demo@production",
+                     "NERSERVICE_API_ADMIN_TOKEN": "test-token"})
+        _wait_for(f"http://127.0.0.1:{ports['api']}/healthz", proc=api, log=logs / "api.log")
+        # Our API, not another server that took its port first (a Spark UI also answers 200 to any path).
+        assert _get(f"http://127.0.0.1:{ports['api']}/healthz")[1].lstrip().startswith("{")
+        # Spark after the API: its JVMs bind ephemeral ports too, and one could be the API's before it starts.
         master = start("master", ["bash", str(REPO / "docker/spark/entrypoint.sh"), "master"],
                        {**spark_env, "SPARK_MASTER_HOST": "127.0.0.1", "SPARK_MASTER_PORT": str(ports["master"]),
                         "SPARK_MASTER_WEBUI_PORT": str(ports["master_ui"])})
@@ -118,11 +127,6 @@ def stack(tmp_path, demo_corpus):
                    "SPARK_WORKER_HOST": "127.0.0.1", "SPARK_WORKER_CORES": "1", "SPARK_WORKER_MEMORY": "2g",
                    "SPARK_WORKER_WEBUI_PORT": str(ports[f"w{n}_ui"]), "SPARK_WORKER_DIR": str(tmp_path / f"work{n}"),
                    "NERSERVICE_STORE_URI": store_uri})
-        _wait_for(f"{store_uri}/health", proc=mlflow, log=logs / "mlflow.log")
-        api = start("api", [str(BIN / "nerservice"), "serve", "--host", "127.0.0.1", "--port", str(ports["api"])],
-                    {**base, "NERSERVICE_STORE_URI": store_uri, "NERSERVICE_MODEL": "demo@production",
-                     "NERSERVICE_API_ADMIN_TOKEN": "test-token"})
-        _wait_for(f"http://127.0.0.1:{ports['api']}/healthz", proc=api, log=logs / "api.log")
         yield {"tmp": tmp_path, "logs": logs, "ports": ports, "store_uri": store_uri, "spark_env": spark_env,
                "corpus": demo_corpus, "master": master}
     finally:
