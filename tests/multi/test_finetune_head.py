@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import runpy
 import sys
 from pathlib import Path
@@ -26,8 +27,14 @@ def run_script(monkeypatch: pytest.MonkeyPatch, out: Path, *args: str) -> dict[s
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     monkeypatch.setitem(sys.modules, "runtime", module)
+    # The script defaults KERAS_BACKEND to jax (the GPU machine's); set, its setdefault leaves the variable alone,
+    # and it is restored after: left at jax, it would steer every later test and server of this worker.
+    import keras
+
+    monkeypatch.setenv("KERAS_BACKEND", keras.backend.backend())
     monkeypatch.setattr(sys, "argv", [str(SCRIPT), *args, "--json-out", str(out)])
     runpy.run_path(str(SCRIPT), run_name="__main__")
+    assert os.environ["KERAS_BACKEND"] == keras.backend.backend()
     return json.loads(out.read_text())
 
 
