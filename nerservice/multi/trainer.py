@@ -96,6 +96,7 @@ def train_multi(
     from nerservice import backend
     from nerservice.artifacts.layout import MULTI, MULTI_FORMAT
     from nerservice.charlm.attach import lm_arguments, resolve_char_lm
+    from nerservice.encoder.attach import encoder_arguments, resolve_encoder, with_word_pieces
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.multi.tagger import build_multi_tagger
@@ -105,6 +106,7 @@ def train_multi(
 
     config = config_with_vectors(config, embeddings)
     config, char_lm, char_lm_record = resolve_char_lm(config)
+    config, encoder, encoder_record = resolve_encoder(config)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tags = distillation.tags if distillation is not None else tag_vocabulary(corpora)
@@ -119,6 +121,7 @@ def train_multi(
         train_all, others, embeddings, progress=progress, vector_vocabulary=config.model.vector_vocabulary)
     vocabs = Vocabularies(words=vocabs.words, chars=vocabs.chars, tags=tags,
                           lm_chars=char_lm.vocab if char_lm is not None else None)
+    vocabs = with_word_pieces(vocabs, encoder)
     # Types named per corpus ("bc5cdr|Chemical"): each corpus's strings are chosen on its own text.
     vocabs, gazetteer_ids, gazetteer_record = with_gazetteer(
         vocabs, config, [(f"{c.name}{HEAD_SEP}", c.train) for c in corpora], unlabelled=extra)
@@ -139,7 +142,8 @@ def train_multi(
         model = build_multi_tagger(config.model, tags=tags, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                                    word_vectors=matrix, seed=config.training.seed,
                                    cls=distillation.tagger_cls if distillation is not None else None,
-                                   **lm_arguments(char_lm), **gazetteer_arguments(vocabs))
+                                   **lm_arguments(char_lm), **encoder_arguments(encoder),
+                                   **gazetteer_arguments(vocabs))
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
@@ -148,6 +152,7 @@ def train_multi(
         config_hash=config.fingerprint(), sources=sources or {}, backend=backend.current(),
         extra={"vocab": vocab_stats, "corpora": corpora_config.names, **({"recipe": recipe} if recipe else {}),
                **({"char_lm": char_lm_record} if char_lm_record else {}),
+               **({"encoder": encoder_record} if encoder_record else {}),
                **({"distillation": distillation.record} if distillation is not None else {})})
     dev_sets = {c.name: c.dev for c in corpora}
     checkpointer = Checkpointer(out, vocabs=vocabs, config=config, lineage=lineage, enabled=chief, fmt=MULTI_FORMAT,

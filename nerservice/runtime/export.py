@@ -38,8 +38,9 @@ def build_graphs(model: Any, *, metadata: dict[str, str] | None = None,
     the word-vector table: with ``table_input`` the words graph takes it as an input (``graph.words_graph``)
     and the caller feeds it; otherwise it is inside the graph and the third item is None."""
     require("onnx")
-    if getattr(model, "char_lm", None) is not None:
-        raise ModelError("ONNX export does not cover a tagger with a character LM (model.char_lm) yet",
+    if getattr(model, "char_lm", None) is not None or getattr(model, "text_encoder", None) is not None:
+        raise ModelError("ONNX export does not cover a tagger with a character LM (model.char_lm) or a pretrained"
+                         " encoder (model.encoder) yet",
                          hint="serve it with the Keras runtime (--runtime keras; 'auto' does so)")
     from nerservice.runtime.graph import context_graph, words_graph
     from nerservice.runtime.weights import tagger_weights

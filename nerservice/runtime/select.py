@@ -45,10 +45,11 @@ def _is_onnx_dir(d: Path) -> bool:
 
 
 def _keras_only(d: Path) -> bool:
-    """A model with a character LM (``model.char_lm``): the ONNX graphs do not cover it yet."""
+    """A model with a character LM (``model.char_lm``) or a pretrained encoder (``model.encoder``): the ONNX
+    graphs do not cover them yet."""
     try:
         model = json.loads((d / CONFIG).read_text(encoding="utf-8"))["model"]
-        return bool(model.get("char_lm_units"))
+        return bool(model.get("char_lm_units") or model.get("encoder_shape"))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return False
 
@@ -57,7 +58,8 @@ def onnx_covers(loaded: Any) -> bool:
     members = getattr(loaded, "members", None)
     if members is not None:
         return all(onnx_covers(m) for m in members)
-    return getattr(getattr(loaded, "model", None), "char_lm", None) is None
+    model = getattr(loaded, "model", None)
+    return getattr(model, "char_lm", None) is None and getattr(model, "text_encoder", None) is None
 
 
 def converts_in_memory() -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nerservice.encoder.wordpiece import WordPiece
 from nerservice.text.char_stream import sentence_positions
 from nerservice.text.inputs import TAG_IDS
 from nerservice.text.vocab import Vocabularies, Vocabulary, normalize_word
@@ -94,6 +95,9 @@ class EncodedCorpus:
         self.lm_offsets: np.ndarray | None = None
         if vocabs.lm_chars is not None:
             self._encode_lm(sentences, vocabs.lm_chars)
+        self.wp_offsets: np.ndarray | None = None
+        if vocabs.word_pieces is not None:
+            self._encode_wp(sentences, vocabs.word_pieces)
         self.gazetteer_ids: np.ndarray | None = None
         if vocabs.gazetteer is not None:
             self.gazetteer_ids = (vocabs.gazetteer.ids_of_keys([norms[i] for i in flat], self.offsets.tolist())
@@ -140,6 +144,33 @@ class EncodedCorpus:
         backward[rows, within] = self.lm_backward[src]
         return {"lm_chars": lm_chars, "lm_forward": forward, "lm_backward": backward}
 
+    def _encode_wp(self, sentences: Sequence[Sequence[str]], pieces: WordPiece) -> None:
+        """Each sentence's word pieces for the encoder, flat, and per token its first piece's position."""
+        ids, first = [], []
+        for sent in sentences:
+            i, f = pieces.encode(sent)
+            ids.append(i)
+            first.append(f)
+        sizes = np.fromiter((a.size for a in ids), dtype=np.int64, count=len(ids))
+        self.wp_offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self.wp_offsets[1:])
+        empty = np.zeros(0, dtype=np.int32)
+        self.wp_ids = np.concatenate(ids) if ids else empty
+        self.wp_first = np.concatenate(first) if first else empty
+
+    def _wp_arrays(self, idx: np.ndarray, b: int, t: int, rows: np.ndarray, within: np.ndarray,
+                   src: np.ndarray, policy: ShapePolicy) -> dict[str, np.ndarray]:
+        if self.wp_offsets is None:  # a model without an encoder: placeholders of (almost) no size
+            return {"wp_ids": np.zeros((b, 1), dtype=np.int32), "wp_index": np.zeros((b, t), dtype=np.int32)}
+        starts, ends = self.wp_offsets[idx], self.wp_offsets[idx + 1]
+        p = round_up(int((ends - starts).max(initial=1)), 2 * policy.time_multiple)
+        wp_ids = np.zeros((b, p), dtype=np.int32)
+        for r, (a, e) in enumerate(zip(starts, ends)):
+            wp_ids[r, : e - a] = self.wp_ids[a:e]
+        wp_index = np.zeros((b, t), dtype=np.int32)
+        wp_index[rows, within] = self.wp_first[src]
+        return {"wp_ids": wp_ids, "wp_index": wp_index}
+
     def __len__(self) -> int:
         return int(self.lengths.size)
 
@@ -180,7 +211,8 @@ class EncodedCorpus:
         if self.gazetteer_ids is not None:
             gazetteer[rows, within] = self.gazetteer_ids[src]
         out = {"token_ids": token_ids, "lengths": lengths, "word_chars": word_chars, "word_index": word_index,
-               **self._lm_arrays(idx, b, t, rows, within, src, policy), "gazetteer": gazetteer}
+               **self._lm_arrays(idx, b, t, rows, within, src, policy), "gazetteer": gazetteer,
+               **self._wp_arrays(idx, b, t, rows, within, src, policy)}
         if with_tags and self.tag_ids is not None:
             tag_ids = np.zeros((b, t), dtype=np.int32)
             tag_ids[rows, within] = self.tag_ids[src]

@@ -14,6 +14,9 @@ is int32; the value is its rank (``None`` for every dimension in a TensorFlow si
   lm_backward (B, T) likewise for the backward LM, counted in the sentence's reversed characters
   gazetteer  (B, T)  the dictionary feature's id for each token (``text/gazetteer.py``), 0 at padding; zeros
                      for a model without one (``model.gazetteer``)
+  wp_ids     (B, P)  the sentence's word pieces for the pretrained encoder (``encoder/wordpiece.py``), [CLS]
+                     first, [SEP] last, 0 = padding; (B, 1) zeros for a model without one (``model.encoder``)
+  wp_index   (B, T)  position in wp_ids of each token's first piece (0 at padding)
   tag_ids    (B, T)  gold tags (training only), 0 at padding
 
 A distillation student's training batches also carry its teacher's targets (float32, not int32;
@@ -27,7 +30,7 @@ from typing import TypeVar
 
 INPUT_RANKS: Mapping[str, int] = {"token_ids": 2, "lengths": 1, "word_chars": 2, "word_index": 2,
                                   "lm_chars": 2, "lm_forward": 2, "lm_backward": 2,
-                                  "gazetteer": 2}
+                                  "gazetteer": 2, "wp_ids": 2, "wp_index": 2}
 INPUT_NAMES: tuple[str, ...] = tuple(INPUT_RANKS)
 TAG_IDS = "tag_ids"
 TRAIN_RANKS: Mapping[str, int] = {**INPUT_RANKS, TAG_IDS: 2}

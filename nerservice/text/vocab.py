@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from nerservice.errors import CorpusError, ModelLoadError
+from nerservice.encoder.wordpiece import WordPiece
 from nerservice.text.gazetteer import Gazetteer
 
 # Re-exported: their home is text/normalize.py (the gazetteer needs them without the vocabularies).
@@ -298,6 +299,8 @@ class Vocabularies:
     lm_chars: Vocabulary | None = None
     # The dictionary feature's strings (``model.gazetteer``), None without one; saved only when present.
     gazetteer: Gazetteer | None = None
+    # The pretrained encoder's word pieces (``model.encoder``), None without one; saved only when present.
+    word_pieces: WordPiece | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -310,6 +313,8 @@ class Vocabularies:
             out["lm_chars"] = self.lm_chars.to_dict()
         if self.gazetteer is not None:
             out["gazetteer"] = self.gazetteer.to_dict()
+        if self.word_pieces is not None:
+            out["word_pieces"] = self.word_pieces.to_dict()
         return out
 
     @classmethod
@@ -323,6 +328,7 @@ class Vocabularies:
             tags=tag_vocabulary_from_dict(d.get("tags")),
             lm_chars=Vocabulary.from_dict(d["lm_chars"]) if "lm_chars" in d else None,
             gazetteer=Gazetteer.from_dict(d["gazetteer"]) if "gazetteer" in d else None,
+            word_pieces=word_pieces_from_dict(d["word_pieces"]) if "word_pieces" in d else None,
         )
 
     def save(self, path: str | Path) -> None:
@@ -347,3 +353,10 @@ class Vocabularies:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ModelLoadError(f"cannot read vocabularies {path}: {exc}", path=str(path)) from None
         return cls.from_dict(data)
+
+
+def word_pieces_from_dict(d: Any) -> WordPiece:
+    try:
+        return WordPiece.from_dict(d)
+    except ValueError as exc:
+        raise ModelLoadError(f"vocabularies: {exc}") from None

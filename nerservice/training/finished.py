@@ -58,7 +58,7 @@ def finished_from(request: RunRequest, corpora: Mapping[str, Sequence[Sentence]]
     from nerservice.lineage import corpus_fingerprint
 
     config = request.config
-    if config.model.char_lm:
+    if config.model.char_lm or config.model.encoder:  # their hashes need them loaded: not worth it here
         return None
     checkpoint = readable(request.out_dir / CHECKPOINT)
     kept = request.out_dir / (LAST if request.keep == "last" else BEST)

@@ -20,9 +20,9 @@ from nerservice.text.inputs import TAG_IDS, TEACHER_RANKS
 
 #: Batch arrays sharded along axis 0; everything else the step receives is replicated (word_chars: rows of
 #: distinct words).  A distillation student's teacher targets, the character LM's arrays and the gazetteer
-#: feature are per sentence too.
+#: feature and the encoder's word pieces are per sentence too.
 SHARDED_KEYS = frozenset({"token_ids", "lengths", "word_index", "lm_chars", "lm_forward", "lm_backward", "gazetteer",
-                          TAG_IDS, *TEACHER_RANKS})
+                          "wp_ids", "wp_index", TAG_IDS, *TEACHER_RANKS})
 
 
 def use_data_parallel(devices: int | None = None) -> Any:

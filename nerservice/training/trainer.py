@@ -216,6 +216,7 @@ def train(
     evaluated once, here, on the saved model-best."""
     from nerservice import backend
     from nerservice.charlm.attach import lm_arguments, resolve_char_lm
+    from nerservice.encoder.attach import encoder_arguments, resolve_encoder, with_word_pieces
     from nerservice.lineage import build_lineage
     from nerservice.model.predictor import Predictor
     from nerservice.model.tagger import build_tagger
@@ -228,12 +229,14 @@ def train(
     clock = time.perf_counter()
     config = config_with_vectors(config, embeddings)
     config, char_lm, char_lm_record = resolve_char_lm(config)
+    config, encoder, encoder_record = resolve_encoder(config)
     out = Path(out_dir)
     others = list(dev_data) + list(test_data or [])
     vocabs, matrix, vocab_stats = vocabularies_with_vectors(train_data, others, embeddings, progress=progress,
                                                             vector_vocabulary=config.model.vector_vocabulary)
     if char_lm is not None:
         vocabs = dataclasses.replace(vocabs, lm_chars=char_lm.vocab)
+    vocabs = with_word_pieces(vocabs, encoder)
     if distillation is not None:
         vocabs = dataclasses.replace(vocabs, tags=distillation.tags)
     labelled = distillation.labelled if distillation is not None else len(train_data)
@@ -248,7 +251,7 @@ def train(
         model = build_tagger(config.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                              n_tags=len(vocabs.tags), word_vectors=matrix, seed=config.training.seed,
                              cls=distillation.tagger_cls if distillation is not None else None,
-                             **lm_arguments(char_lm), **gazetteer_arguments(vocabs))
+                             **lm_arguments(char_lm), **encoder_arguments(encoder), **gazetteer_arguments(vocabs))
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
                           batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
@@ -257,6 +260,7 @@ def train(
                             backend=backend.current(),
                             extra={"vocab": vocab_stats, **({"recipe": recipe} if recipe else {}),
                                    **({"char_lm": char_lm_record} if char_lm_record else {}),
+                                   **({"encoder": encoder_record} if encoder_record else {}),
                                    **({"distillation": distillation.record} if distillation is not None else {})})
     out.mkdir(parents=True, exist_ok=True)
     checkpointer = Checkpointer(out, vocabs=vocabs, config=config, lineage=lineage, enabled=chief, keep=keep)
