@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from nerservice.errors import CorpusError, ModelLoadError
 from nerservice.encoder.wordpiece import WordPiece
+from nerservice.errors import CorpusError, ModelLoadError
 from nerservice.text.gazetteer import Gazetteer
 
 # Re-exported: their home is text/normalize.py (the gazetteer needs them without the vocabularies).
