@@ -1,0 +1,70 @@
+"""A tagger trained with ``model.encoder``: the encoder stays frozen, the mix learns, the saved folder is
+self-contained and serves through the Extractor (in-process, tiny models)."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from encoder.encoder_fixture import LAYERS, write_encoder
+from nerservice.errors import ModelError
+
+
+def test_a_tagger_trained_with_an_encoder_keeps_it_frozen_saves_and_serves(
+        demo_corpus: dict[str, Path], tmp_path: Path) -> None:
+    from helpers import tiny_config
+    from nerservice.artifacts.formats import load_model
+    from nerservice.data import read_corpus
+    from nerservice.encoder.folder import load_text_encoder
+    from nerservice.inference import Extractor
+    from nerservice.runtime.export import build_graphs
+    from nerservice.training.trainer import train
+
+    folder = tmp_path / "bert"
+    write_encoder(folder)
+    enc = load_text_encoder(str(folder))
+    config = tiny_config().with_overrides({"model.encoder": str(folder), "training.epochs": 2})
+    out = train(config, train_data=read_corpus(demo_corpus["train"]).sentences[:150],
+                dev_data=read_corpus(demo_corpus["dev"]).sentences,
+                test_data=read_corpus(demo_corpus["test"]).sentences, out_dir=tmp_path / "run", progress=False)
+    saved = json.loads((out.best_dir / "config.json").read_text())["model"]
+    assert saved["encoder"] == str(folder) and saved["encoder_shape"]["layers"] == LAYERS
+    lineage = json.loads((out.best_dir / "lineage.json").read_text())
+    assert lineage["encoder"]["weights_sha256"] == enc.fingerprint
+    loaded = load_model(out.best_dir)
+    assert loaded.vocabs.word_pieces is not None and loaded.vocabs.word_pieces.vocab == enc.tokenizer().vocab
+    # Frozen: the tagger still holds exactly the pretrained weights; the mix moved away from its start.
+    held = [np.asarray(v) for v in loaded.model.text_encoder.weights]
+    for a, b in zip(held, enc.layer_arrays()):
+        np.testing.assert_array_equal(a, b)
+    mix = np.asarray(loaded.model.encoder_mix.w)
+    assert mix.shape == (LAYERS + 1,) and np.abs(mix).max() > 0
+    # The folder is not needed once the tagger is saved.
+    shutil.rmtree(folder)
+    extractor = Extractor.load(out.best_dir)
+    assert extractor.runtime == "keras"  # 'auto' keeps it on Keras: the ONNX graphs do not cover the encoder
+    text = "Cisplatin caused acute renal failure in two patients."
+    assert extractor.extract([text]) == Extractor(load_model(out.best_dir)).extract([text])
+    with pytest.raises(ModelError, match="encoder"):
+        build_graphs(loaded.model)
+
+
+def test_no_encoder_means_no_layer_no_pieces_and_placeholder_inputs(demo_corpus: dict[str, Path]) -> None:
+    from helpers import tiny_config
+    from nerservice.data import read_corpus
+    from nerservice.model.tagger import build_tagger
+    from nerservice.text.features import EncodedCorpus
+    from nerservice.training.trainer import build_vocabularies
+
+    sents = read_corpus(demo_corpus["dev"]).sentences[:4]
+    vocabs = build_vocabularies(sents)
+    assert vocabs.word_pieces is None and "word_pieces" not in vocabs.to_dict()
+    enc = EncodedCorpus([s.tokens for s in sents], vocabs, max_word_length=24)
+    batch = enc.batch(range(4))
+    assert batch["wp_ids"].shape == (4, 1) and not batch["wp_index"].any()
+    model = build_tagger(tiny_config().model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
+                         n_tags=len(vocabs.tags))
+    assert model.text_encoder is None and not any("text_encoder" in v.path for v in model.weights)
