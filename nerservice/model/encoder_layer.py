@@ -4,7 +4,7 @@ with ``keras.ops`` only like the tagger's other layers.
 Inputs are each sentence's word pieces (``wp_ids`` (B, P), [CLS] ... [SEP], 0 = padding) and each token's
 first-piece position (``wp_index`` (B, T)); the output is every hidden state (the embeddings' and each
 layer's) at those positions, (B, T, L + 1, H), for the tagger's learned mix.  A sentence longer than the
-encoder's positions is read in blocks of ``max_positions`` pieces that attend only within themselves.
+encoder's positions is read in blocks of ``max_positions`` pieces, each a row of its own.
 """
 from __future__ import annotations
 
@@ -67,35 +67,48 @@ class FrozenTransformer(keras.layers.Layer):
     def call(self, wp_ids: Any, wp_index: Any) -> Any:
         ids = ops.cast(wp_ids, "int32")
         b, p = ops.shape(ids)[0], ops.shape(ids)[1]
-        steps = ops.arange(p, dtype="int32")
-        block = steps // self.max_positions
-        x = ops.take(self.word, ids, axis=0) + ops.expand_dims(ops.take(self.position, steps % self.max_positions,
-                                                                        axis=0), 0) + self.token_type
+        # Sentences longer than the positions are cut into blocks read as rows of their own: attention's
+        # memory and time grow with the number of blocks, not with the square of the longest sentence
+        # (a block-diagonal mask over the whole row ran a four-corpus GPU training out of memory).
+        k = self.max_positions
+        if isinstance(p, int) and p <= k:  # the common case, static under JAX: one block
+            blocks, width = ids, p
+        else:
+            padded = ops.pad(ids, [[0, 0], [0, (k - p % k) % k]])
+            blocks, width = ops.reshape(padded, (-1, k)), k
+        states = self.encode(blocks, width)  # (B * n, width, L + 1, H)
+        states = ops.reshape(states, (b, -1, self.layers + 1, self.hidden))
+        t = ops.shape(wp_index)[1]
+        idx = ops.reshape(ops.cast(wp_index, "int32"), (b, t, 1, 1))
+        idx = ops.broadcast_to(idx, (b, t, self.layers + 1, self.hidden))
+        return ops.take_along_axis(states, idx, axis=1)  # (B, T, L + 1, H)
+
+    def encode(self, ids: Any, width: Any) -> Any:
+        """Every hidden state (N, W, L + 1, H) of N rows of at most ``max_positions`` pieces."""
+        n = ops.shape(ids)[0]
+        steps = ops.arange(width, dtype="int32")
+        x = ops.take(self.word, ids, axis=0) + ops.expand_dims(ops.take(self.position, steps, axis=0), 0) \
+            + self.token_type
         x = layer_norm(x, *self.emb_norm, self.eps)
-        # Attend only to real pieces of the same block.
-        same = ops.expand_dims(block, 0) == ops.expand_dims(block, 1)  # (P, P)
-        real = ops.expand_dims(ops.expand_dims(ids > 0, 1), 1)  # (B, 1, 1, P)
-        bias = ops.where(ops.logical_and(same, real), 0.0, NEG)  # (B, 1, P, P)
+        bias = ops.where(ops.expand_dims(ops.expand_dims(ids > 0, 1), 1), 0.0, NEG)  # (N, 1, 1, W): real keys only
         states = [x]
         d = self.hidden // self.heads
+
+        def split(t: Any) -> Any:
+            return ops.transpose(ops.reshape(t, (n, width, self.heads, d)), (0, 2, 1, 3))
+
         for (qk, qb, kk, kb, vk, vb, ok, ob, ag, ab, fik, fib, fok, fob, fg, fb) in self.blocks:
-            def split(t: Any) -> Any:
-                return ops.transpose(ops.reshape(t, (b, p, self.heads, d)), (0, 2, 1, 3))
             q = split(ops.matmul(x, qk) + qb)
             k = split(ops.matmul(x, kk) + kb)
             v = split(ops.matmul(x, vk) + vb)
             scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))) / math.sqrt(d) + bias
             ctx = ops.matmul(ops.softmax(scores, axis=-1), v)
-            ctx = ops.reshape(ops.transpose(ctx, (0, 2, 1, 3)), (b, p, self.hidden))
+            ctx = ops.reshape(ops.transpose(ctx, (0, 2, 1, 3)), (n, width, self.hidden))
             x = layer_norm(ops.matmul(ctx, ok) + ob + x, ag, ab, self.eps)
             ff = ops.gelu(ops.matmul(x, fik) + fib, approximate=False)
             x = layer_norm(ops.matmul(ff, fok) + fob + x, fg, fb, self.eps)
             states.append(x)
-        stacked = ops.stack(states, axis=2)  # (B, P, L + 1, H)
-        t = ops.shape(wp_index)[1]
-        idx = ops.reshape(ops.cast(wp_index, "int32"), (b, t, 1, 1))
-        idx = ops.broadcast_to(idx, (b, t, self.layers + 1, self.hidden))
-        return ops.take_along_axis(stacked, idx, axis=1)  # (B, T, L + 1, H)
+        return ops.stack(states, axis=2)
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "vocab_size": self.vocab_size, "hidden": self.hidden, "layers": self.layers,
