@@ -74,12 +74,14 @@ FLOORS: dict[str, int] = {
     "nerservice.metrics": 0,
     "nerservice.text": 1, "nerservice.data": 1, "nerservice.embeddings": 1, "nerservice.lineage": 1,
     "nerservice.demo_corpus": 1, "nerservice.documents": 1, "nerservice.error_analysis": 1,
+    # A pretrained encoder's files and word pieces (the vocabularies hold the pieces); attach is train()'s.
+    "nerservice.encoder": 1,
     "nerservice.model": 2,
     # The ONNX runtime: graphs from weights, the ORT forward, the predictor over it (beside model/).
     "nerservice.runtime": 2,
     "nerservice.artifacts": 3,
     "nerservice.inference": 4, "nerservice.training": 4, "nerservice.multi": 4, "nerservice.distil": 4,
-    "nerservice.charlm": 4,
+    "nerservice.charlm": 4, "nerservice.encoder.attach": 4,
     # Export reads saved folders and writes an ONNX folder; runtime selection loads any folder.
     "nerservice.runtime.export": 4, "nerservice.runtime.select": 4,
     "nerservice.store": 5,
