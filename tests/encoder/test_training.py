@@ -68,3 +68,22 @@ def test_no_encoder_means_no_layer_no_pieces_and_placeholder_inputs(demo_corpus:
     model = build_tagger(tiny_config().model, n_words=len(vocabs.words), n_chars=len(vocabs.chars),
                          n_tags=len(vocabs.tags))
     assert model.text_encoder is None and not any("text_encoder" in v.path for v in model.weights)
+
+
+def test_a_multi_corpus_model_takes_the_encoder_through_the_cli(tiny_multi_corpora: Path, tmp_path: Path) -> None:
+    from helpers import tiny_sets
+    from nerservice.artifacts.formats import load_model
+    from nerservice.cli.main import main
+    from nerservice.inference import Extractor
+
+    folder = tmp_path / "bert"
+    write_encoder(folder, seed=1)
+    out = tmp_path / "multi"
+    assert main(["train", "--corpora", str(tiny_multi_corpora), "--out", str(out), "--quiet", "--encoder", str(folder),
+                 *tiny_sets(**{"training.epochs": 1})]) == 0
+    best = out / "model-best"
+    assert json.loads((best / "config.json").read_text())["model"]["encoder_shape"]["layers"] == LAYERS
+    loaded = load_model(best)
+    assert loaded.model.text_encoder is not None and loaded.vocabs.word_pieces is not None
+    ents = Extractor(loaded).extract_one("Patients with breast cancer were treated with cisplatin .")
+    assert all(e.label in {"Disease", "Drug"} for e in ents)
