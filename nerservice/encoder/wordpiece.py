@@ -69,7 +69,8 @@ def basic_split(token: str, *, lowercase: bool) -> list[str]:
 class WordPiece:
     vocab: dict[str, int]
     lowercase: bool = True
-    cache: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
+    # A memo of pieces per token, not part of what the tokenizer is: equality ignores it.
+    cache: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_lines(cls, lines: Sequence[str], *, lowercase: bool = True) -> WordPiece:
