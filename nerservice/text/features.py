@@ -36,6 +36,31 @@ def round_up(n: int, multiple: int) -> int:
     return max(multiple, -(-n // multiple) * multiple)
 
 
+def flat_offsets(sizes: Sequence[int]) -> np.ndarray:
+    """Start of each item in a flat concatenation, and the total at the end."""
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(sizes, dtype=np.int64), out=offsets[1:])
+    return offsets
+
+
+def padded_rows(flat: np.ndarray, offsets: np.ndarray, idx: np.ndarray, b: int, multiple: int) -> np.ndarray:
+    """Sentences ``idx`` of a flat per-sentence array as (b, width) rows, right-padded with 0; the width is
+    rounded up to ``multiple`` so that few distinct shapes reach a compiler."""
+    starts, ends = offsets[idx], offsets[idx + 1]
+    out = np.zeros((b, round_up(int((ends - starts).max(initial=1)), multiple)), dtype=np.int32)
+    for r, (a, e) in enumerate(zip(starts, ends)):
+        out[r, : e - a] = flat[a:e]
+    return out
+
+
+def token_grid(values: np.ndarray, b: int, t: int, rows: np.ndarray, within: np.ndarray,
+               src: np.ndarray) -> np.ndarray:
+    """A flat per-token array's batch tokens (``src``) placed in the (b, t) grid, 0 at padding."""
+    grid = np.zeros((b, t), dtype=np.int32)
+    grid[rows, within] = values[src]
+    return grid
+
+
 @dataclass(frozen=True)
 class ShapePolicy:
     time_multiple: int = 8
@@ -119,9 +144,7 @@ class EncodedCorpus:
             texts.append(text)
             fwd.append(f)
             bwd.append(b)
-        sizes = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-        self.lm_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=self.lm_offsets[1:])
+        self.lm_offsets = flat_offsets([len(t) for t in texts])
         self.lm_ids = np.asarray(lm_chars.ids("".join(texts)), dtype=np.int32)
         empty = np.zeros(0, dtype=np.int32)
         self.lm_forward = np.concatenate(fwd) if fwd else empty
@@ -132,17 +155,10 @@ class EncodedCorpus:
         if self.lm_offsets is None:  # a model without a character LM: placeholders of (almost) no size
             zeros = np.zeros((b, t), dtype=np.int32)
             return {"lm_chars": np.zeros((b, 1), dtype=np.int32), "lm_forward": zeros, "lm_backward": zeros}
-        starts, ends = self.lm_offsets[idx], self.lm_offsets[idx + 1]
-        # Rounded like the time axis, coarser: few distinct shapes reach a compiler.
-        s = round_up(int((ends - starts).max(initial=1)), 8 * policy.time_multiple)
-        lm_chars = np.zeros((b, s), dtype=np.int32)
-        for r, (a, e) in enumerate(zip(starts, ends)):
-            lm_chars[r, : e - a] = self.lm_ids[a:e]
-        forward = np.zeros((b, t), dtype=np.int32)
-        backward = np.zeros((b, t), dtype=np.int32)
-        forward[rows, within] = self.lm_forward[src]
-        backward[rows, within] = self.lm_backward[src]
-        return {"lm_chars": lm_chars, "lm_forward": forward, "lm_backward": backward}
+        # Rounded like the time axis, coarser.
+        return {"lm_chars": padded_rows(self.lm_ids, self.lm_offsets, idx, b, 8 * policy.time_multiple),
+                "lm_forward": token_grid(self.lm_forward, b, t, rows, within, src),
+                "lm_backward": token_grid(self.lm_backward, b, t, rows, within, src)}
 
     def _encode_wp(self, sentences: Sequence[Sequence[str]], pieces: WordPiece) -> None:
         """Each sentence's word pieces for the encoder, flat, and per token its first piece's position."""
@@ -151,9 +167,7 @@ class EncodedCorpus:
             i, f = pieces.encode(sent)
             ids.append(i)
             first.append(f)
-        sizes = np.fromiter((a.size for a in ids), dtype=np.int64, count=len(ids))
-        self.wp_offsets = np.zeros(len(ids) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=self.wp_offsets[1:])
+        self.wp_offsets = flat_offsets([a.size for a in ids])
         empty = np.zeros(0, dtype=np.int32)
         self.wp_ids = np.concatenate(ids) if ids else empty
         self.wp_first = np.concatenate(first) if first else empty
@@ -162,14 +176,8 @@ class EncodedCorpus:
                    src: np.ndarray, policy: ShapePolicy) -> dict[str, np.ndarray]:
         if self.wp_offsets is None:  # a model without an encoder: placeholders of (almost) no size
             return {"wp_ids": np.zeros((b, 1), dtype=np.int32), "wp_index": np.zeros((b, t), dtype=np.int32)}
-        starts, ends = self.wp_offsets[idx], self.wp_offsets[idx + 1]
-        p = round_up(int((ends - starts).max(initial=1)), 2 * policy.time_multiple)
-        wp_ids = np.zeros((b, p), dtype=np.int32)
-        for r, (a, e) in enumerate(zip(starts, ends)):
-            wp_ids[r, : e - a] = self.wp_ids[a:e]
-        wp_index = np.zeros((b, t), dtype=np.int32)
-        wp_index[rows, within] = self.wp_first[src]
-        return {"wp_ids": wp_ids, "wp_index": wp_index}
+        return {"wp_ids": padded_rows(self.wp_ids, self.wp_offsets, idx, b, 2 * policy.time_multiple),
+                "wp_index": token_grid(self.wp_first, b, t, rows, within, src)}
 
     def __len__(self) -> int:
         return int(self.lengths.size)
