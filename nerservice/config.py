@@ -86,6 +86,9 @@ class ModelConfig(Strict):
     # train() copies its weights into the tagger and records its sizes in ``encoder_shape``.  None = off.
     encoder: str | None = None
     encoder_shape: EncoderShape | None = None
+    # Dropout on the encoder's mixed states alone, before they join the other features (which then take
+    # ``dropout`` as well): ELMo's recipe against a tagger leaning on frozen features it fits quickly. 0 = off.
+    encoder_dropout: float = Field(0.0, ge=0.0, lt=1.0)
     # Not in NerDL: a dictionary feature built from the training annotations (``text/gazetteer.py``): at each
     # token, whether it begins or continues a string the training corpus annotated as an entity, and of which
     # type.  Training sentences are matched without their own annotations (``gazetteer_folds`` blocks, each

@@ -130,6 +130,11 @@
 # Session 34 (issue 14, a frozen pretrained encoder; DEVDATA=.devdata/enc: NCBI-disease and BC5CDR, their GloVe rows,
 #   and MiniLM-L6's folder in float16 with the word pieces those corpora use, 10,504 of 30,522, built in session 34):
 #   EN: the default config on EN_CORPUS (NCBI-disease), seeds 42/1/2, with and without model.encoder (six processes)
+# Session 35 (issue 14: the encoder led NCBI-disease dev for ~8 epochs, then levelled off 1.0 below the defaults):
+#   EV: EN_CORPUS (NCBI-disease), seeds 42/1/2: the defaults, and the encoder with model.encoder_dropout 0.5 and 0.75
+#       (dropout on its mixed states alone, ELMo's recipe), nine processes; dev chooses
+#   EF: the final recipe's phase 2 (train + devel, EF_EPOCHS epochs, model-last; train_gpu.py --train-on-dev) for the
+#       defaults and for EF_SETTINGS (EV's dev-chosen encoder variant), seeds 42/1/2, six processes
 #   EM: (DEVDATA=.devdata/enc4: the four corpora, GloVe gzipped, the pieces of all four, 16,502) HW's four-corpus
 #       model with and without model.encoder, seeds 42/1/2 (six processes)
 #   AZ: three students (seeds 42/1/2), AW's recipe (20 epochs, model-last, gold weight 0.5, the 0.96M unlabelled
@@ -781,6 +786,17 @@ EM)  # session 34: HW's four-corpus model (phase 1) with model.encoder (DEVDATA=
   weighted ncbi=2 bc2gm=2 > $D/corpora-w.json
   multi ${EM_TIMEOUT:-560} ${EM_CAP:-7.5} w2 $D/corpora-w.json "" & p1=$!
   multi ${EM_TIMEOUT:-560} ${EM_CAP:-7.5} w2enc $D/corpora-w.json "--set model.encoder=$DD/encoder" & p2=$!
+  wait $p1 $p2 ;;
+EV)  # session 35: encoder dropout on NCBI-disease, beside the defaults
+  C=${EN_CORPUS:-NCBI-disease}
+  run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-base base "" $C & p1=$!
+  run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-d50 enc-d50 "--set model.encoder=$DD/encoder --set model.encoder_dropout=0.5" $C & p2=$!
+  run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-d75 enc-d75 "--set model.encoder=$DD/encoder --set model.encoder_dropout=0.75" $C & p3=$!
+  wait $p1 $p2 $p3 ;;
+EF)  # session 35: phase 2 of the final recipe, defaults and EF_SETTINGS, EF_EPOCHS (B_EPOCHS for the defaults)
+  C=${EN_CORPUS:-NCBI-disease}
+  run_seeds ${EN_TIMEOUT:-565} 9 ef-base final-base "--train-on-dev --set training.epochs=${B_EPOCHS:?}" $C & p1=$!
+  run_seeds ${EN_TIMEOUT:-565} 9 ef-enc final-enc "--train-on-dev --set training.epochs=${EF_EPOCHS:?} ${EF_SETTINGS:?}" $C & p2=$!
   wait $p1 $p2 ;;
 EN)  # session 34: a frozen pretrained encoder (model.encoder, MiniLM-L6) beside the same defaults without it
   C=${EN_CORPUS:-NCBI-disease}

@@ -67,6 +67,9 @@ class NerTagger(keras.Model):
                                                   heads=s.heads, intermediate=s.intermediate,
                                                   max_positions=s.max_positions, eps=s.eps, name="text_encoder")
             self.encoder_mix = ScalarMix(s.layers + 1, name="encoder_mix")
+        # Created only when used, so encoder models saved without it keep exactly their variables.
+        self.encoder_dropout = (ReplicaDropout(cfg.encoder_dropout, name="encoder_dropout")
+                                if self.text_encoder is not None and cfg.encoder_dropout else None)
         self.input_dropout = ReplicaDropout(cfg.dropout, name="input_dropout")
         self.word_dropout = cfg.word_dropout
         # Created only when used, so models saved without word dropout keep exactly their variables.
@@ -105,7 +108,10 @@ class NerTagger(keras.Model):
             parts.append(ops.stop_gradient(lm))
         if self.text_encoder is not None and self.encoder_mix is not None:
             states = self.text_encoder(inputs["wp_ids"], inputs["wp_index"])  # (B, P) -> (B, T, L + 1, H)
-            parts.append(self.encoder_mix(ops.stop_gradient(states)))
+            mixed = self.encoder_mix(ops.stop_gradient(states))
+            if self.encoder_dropout is not None:
+                mixed = self.encoder_dropout(mixed, training=training, rows=rows)
+            parts.append(mixed)
         if self.gazetteer_embedding is not None:
             parts.append(self.gazetteer_embedding(ops.cast(inputs["gazetteer"], "int32")))  # (B, T, G)
         x = ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]

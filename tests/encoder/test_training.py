@@ -87,3 +87,28 @@ def test_a_multi_corpus_model_takes_the_encoder_through_the_cli(tiny_multi_corpo
     assert loaded.model.text_encoder is not None and loaded.vocabs.word_pieces is not None
     ents = Extractor(loaded).extract_one("Patients with breast cancer were treated with cisplatin .")
     assert all(e.label in {"Disease", "Drug"} for e in ents)
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.5])
+def test_encoder_dropout_drops_only_the_encoder_features_and_only_in_training(rate: float, tmp_path: Path) -> None:
+    from helpers import tiny_config
+    from nerservice.encoder.folder import load_text_encoder
+    from nerservice.model.tagger import build_tagger, dummy_batch
+
+    write_encoder(tmp_path / "bert")
+    enc = load_text_encoder(str(tmp_path / "bert"))
+    # Every other dropout off, so any difference between training and inference is the encoder's.
+    cfg = tiny_config().with_overrides({"model.encoder_shape": enc.shape.model_dump(mode="json"),
+                                        "model.encoder_dropout": rate, "model.dropout": 0.0,
+                                        "model.word_dropout": 0.0}).model
+    model = build_tagger(cfg, n_words=8, n_chars=8, n_tags=3, encoder_arrays=enc.layer_arrays())
+    assert (model.encoder_dropout is not None) == (rate > 0)  # no layer (and no seed variable) when off
+    batch = {**dummy_batch(), "token_ids": np.array([[2, 3, 4]], dtype=np.int32),
+             "lengths": np.array([3], dtype=np.int32), "word_index": np.array([[1, 1, 1]], dtype=np.int32),
+             "wp_ids": np.array([[2, 6, 7, 8, 3]], dtype=np.int32),
+             "wp_index": np.array([[1, 2, 3]], dtype=np.int32),
+             "gazetteer": np.zeros((1, 3), dtype=np.int32)}
+    inference = np.asarray(model(batch, training=False))
+    np.testing.assert_array_equal(inference, np.asarray(model(batch, training=False)))
+    trained = np.asarray(model(batch, training=True))
+    assert np.array_equal(trained, inference) == (rate == 0.0)
