@@ -47,10 +47,11 @@ def test_sigkill_during_upload_leaves_no_resolvable_version(store_env, store, mo
                                                             tiny_model_dir, tmp_path):
     before = _upload_dirs(store_env.artifacts)
     # The child runs at the lowest priority so that, on a busy machine, this watcher still sees the upload
-    # begin long before it ends.
-    proc = subprocess.Popen([sys.executable, "-c", REGISTER, store_env.uri, str(tmp_path / "child-cache"),
-                             str(big_model_dir), model_name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            preexec_fn=lambda: os.nice(19))
+    # begin long before it ends.  `nice` execs the child (same PID), where a preexec_fn would make subprocess
+    # fork this worker, which JAX (imported by an earlier test in it) warns against.
+    proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", REGISTER, store_env.uri,
+                             str(tmp_path / "child-cache"), str(big_model_dir), model_name],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     target: Path | None = None
     try:
         deadline = time.monotonic() + 180
