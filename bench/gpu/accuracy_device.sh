@@ -133,6 +133,8 @@
 # Session 35 (issue 14: the encoder led NCBI-disease dev for ~8 epochs, then levelled off 1.0 below the defaults):
 #   EV: EN_CORPUS (NCBI-disease), seeds 42/1/2: the defaults, and the encoder with model.encoder_dropout 0.5 and 0.75
 #       (dropout on its mixed states alone, ELMo's recipe), nine processes; dev chooses
+#   EW: EV's encoder_dropout 0.5 runs alone (3 processes): in EV the nine processes kept 16 cores at load 60-70, and
+#       the encoder runs spent 420 s of their 7.5-min cap compiling their first epoch (then 1-3 s per epoch)
 #   EF: the final recipe's phase 2 (train + devel, EF_EPOCHS epochs, model-last; train_gpu.py --train-on-dev) for the
 #       defaults and for EF_SETTINGS (EV's dev-chosen encoder variant), seeds 42/1/2, six processes
 #   EM: (DEVDATA=.devdata/enc4: the four corpora, GloVe gzipped, the pieces of all four, 16,502) HW's four-corpus
@@ -793,6 +795,8 @@ EV)  # session 35: encoder dropout on NCBI-disease, beside the defaults
   run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-d50 enc-d50 "--set model.encoder=$DD/encoder --set model.encoder_dropout=0.5" $C & p2=$!
   run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-d75 enc-d75 "--set model.encoder=$DD/encoder --set model.encoder_dropout=0.75" $C & p3=$!
   wait $p1 $p2 $p3 ;;
+EW)  # session 35: EV's encoder_dropout 0.5 runs alone
+  run_seeds ${EN_TIMEOUT:-560} ${EN_CAP:-7.5} ev-d50 enc-d50 "--set model.encoder=$DD/encoder --set model.encoder_dropout=0.5" ${EN_CORPUS:-NCBI-disease} ;;
 EF)  # session 35: phase 2 of the final recipe, defaults and EF_SETTINGS, EF_EPOCHS (B_EPOCHS for the defaults)
   C=${EN_CORPUS:-NCBI-disease}
   run_seeds ${EN_TIMEOUT:-565} 9 ef-base final-base "--train-on-dev --set training.epochs=${B_EPOCHS:?}" $C & p1=$!
