@@ -70,12 +70,12 @@ class FrozenTransformer(keras.layers.Layer):
         # Sentences longer than the positions are cut into blocks read as rows of their own: attention's
         # memory and time grow with the number of blocks, not with the square of the longest sentence
         # (a block-diagonal mask over the whole row ran a four-corpus GPU training out of memory).
+        # A batch no longer than the positions is one block of its own width. Under a TensorFlow graph the
+        # width is a tensor: deciding on it symbolically keeps it so (session 35: a static-only test sent every
+        # TF batch down the long path, 512 positions a row, and CPU training ran 8x slower).
         k = self.max_positions
-        if isinstance(p, int) and p <= k:  # the common case, static under JAX: one block
-            blocks, width = ids, p
-        else:
-            padded = ops.pad(ids, [[0, 0], [0, (k - p % k) % k]])
-            blocks, width = ops.reshape(padded, (-1, k)), k
+        width = min(p, k) if isinstance(p, int) else ops.minimum(p, k)
+        blocks = ops.reshape(ops.pad(ids, [[0, 0], [0, (width - p % width) % width]]), (-1, width))
         states = self.encode(blocks, width)  # (B * n, width, L + 1, H)
         states = ops.reshape(states, (b, -1, self.layers + 1, self.hidden))
         t = ops.shape(wp_index)[1]

@@ -127,3 +127,37 @@ def test_a_sentence_longer_than_the_positions_is_read_in_blocks(layer, encoder_d
         block = ids[start: start + positions]
         want = numpy_bert(enc.weights, block).transpose(1, 0, 2)
         np.testing.assert_allclose(out[start: start + len(block)], want, atol=2e-5)
+
+
+@pytest.mark.parametrize("extra", [0, 9])  # one block; two blocks (longer than the positions)
+def test_a_graph_with_unknown_lengths_reads_a_batch_at_its_own_width(layer, extra: int) -> None:  # type: ignore[no-untyped-def]
+    """Training and serving on TensorFlow trace the layer with the piece axis unknown: a batch no longer than
+    the positions must still be encoded at its own width (not padded to ``max_positions``), and the graph
+    must give what eager gives, blocks included."""
+    tf = pytest.importorskip("tensorflow")
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("the symbolic width is TensorFlow's: JAX traces every shape statically")
+    positions = layer.max_positions
+    n = (positions + extra) if extra else 11
+    ids = np.array([[2] + [10 + i % 40 for i in range(n)] + [3], [2, 7, 8, 9, 3] + [0] * (n - 3)], np.int32)
+    index = np.array([list(range(1, 6)), [1, 2, 3, 0, 0]], np.int32)
+    widths: list = []
+    encode = layer.encode
+
+    def spy(rows, width):  # type: ignore[no-untyped-def]
+        widths.append(tf.shape(rows)[1])
+        return encode(rows, width)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)] * 2)
+    def graph(i, x):  # type: ignore[no-untyped-def]
+        return layer(i, x), widths[-1]
+
+    layer.encode = spy
+    try:
+        out, width = graph(tf.constant(ids), tf.constant(index))
+    finally:
+        del layer.encode
+    assert int(width) == min(ids.shape[1], positions)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(layer(ids, index)), atol=1e-5)
