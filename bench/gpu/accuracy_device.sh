@@ -135,6 +135,9 @@
 #       (dropout on its mixed states alone, ELMo's recipe), nine processes; dev chooses
 #   EW: EV's encoder_dropout 0.5 runs alone (3 processes): in EV the nine processes kept 16 cores at load 60-70, and
 #       the encoder runs spent 420 s of their 7.5-min cap compiling their first epoch (then 1-3 s per epoch)
+#   Session 35 ran EV once (H200, 542 s: the defaults 87.75 dev; every encoder run cut at epoch 3-5) and could not
+#   start EW (refused starts). Next: `DEVDATA=.devdata/enc bash bench/gpu/accuracy_device.sh EW`, then EF with
+#   B_EPOCHS / EF_EPOCHS = the mean best epochs (EV's defaults: 28 / 30 / 34) and EF_SETTINGS = EW's settings
 #   EF: the final recipe's phase 2 (train + devel, EF_EPOCHS epochs, model-last; train_gpu.py --train-on-dev) for the
 #       defaults and for EF_SETTINGS (EV's dev-chosen encoder variant), seeds 42/1/2, six processes
 #   EM: (DEVDATA=.devdata/enc4: the four corpora, GloVe gzipped, the pieces of all four, 16,502) HW's four-corpus
