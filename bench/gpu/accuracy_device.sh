@@ -351,6 +351,8 @@ mcf_fold_teachers() {
   done
 }
 CHAR2="--set model.char_embedding_dim=50 --set model.char_cnn_filters=60 --set model.char_lstm_units=50"
+# EV and EW (session 35): the encoder with dropout 0.5 on its mixed states
+ENC_D50="--set model.encoder=$DD/encoder --set model.encoder_dropout=0.5"
 case $1 in
 B)
   runs=()
@@ -795,11 +797,11 @@ EM)  # session 34: HW's four-corpus model (phase 1) with model.encoder (DEVDATA=
 EV)  # session 35: encoder dropout on NCBI-disease, beside the defaults
   C=${EN_CORPUS:-NCBI-disease}
   run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-base base "" $C & p1=$!
-  run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-d50 enc-d50 "--set model.encoder=$DD/encoder --set model.encoder_dropout=0.5" $C & p2=$!
+  run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-d50 enc-d50 "$ENC_D50" $C & p2=$!
   run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-d75 enc-d75 "--set model.encoder=$DD/encoder --set model.encoder_dropout=0.75" $C & p3=$!
   wait $p1 $p2 $p3 ;;
 EW)  # session 35: EV's encoder_dropout 0.5 runs alone
-  run_seeds ${EN_TIMEOUT:-560} ${EN_CAP:-7.5} ev-d50 enc-d50 "--set model.encoder=$DD/encoder --set model.encoder_dropout=0.5" ${EN_CORPUS:-NCBI-disease} ;;
+  run_seeds ${EN_TIMEOUT:-560} ${EN_CAP:-7.5} ev-d50 enc-d50 "$ENC_D50" ${EN_CORPUS:-NCBI-disease} ;;
 EF)  # session 35: phase 2 of the final recipe, defaults and EF_SETTINGS, EF_EPOCHS (B_EPOCHS for the defaults)
   C=${EN_CORPUS:-NCBI-disease}
   run_seeds ${EN_TIMEOUT:-565} 9 ef-base final-base "--train-on-dev --set training.epochs=${B_EPOCHS:?}" $C & p1=$!
