@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from nerservice.errors import ConfigError
 
@@ -101,6 +101,13 @@ class ModelConfig(Strict):
     gazetteer_min_ratio: float = Field(0.5, gt=0.0, le=1.0)
     gazetteer_max_tokens: int = Field(8, ge=1)  # longest string (tokens) kept
     gazetteer_folds: int = Field(5, ge=2)
+
+    @model_validator(mode="after")
+    def settings_need_their_feature(self) -> "ModelConfig":
+        # A setting of a feature that is off would be saved with the model and do nothing: say so instead.
+        if self.encoder_dropout and not self.encoder and self.encoder_shape is None:
+            raise ValueError(f"encoder_dropout={self.encoder_dropout} needs model.encoder (no encoder is set)")
+        return self
 
 
 class TrainingConfig(Strict):

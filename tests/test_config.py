@@ -74,10 +74,17 @@ def test_overrides_parse_json_values_and_strings() -> None:
     (["training.epochs"], "not KEY=VALUE"),
     (["training.epochs=abc"], "training.epochs"),
     (["model.dropout=-1"], "model.dropout"),
+    (["model.encoder_dropout=0.5"], "encoder_dropout=0.5 needs model.encoder"),
 ])
 def test_bad_overrides_raise_config_error(override, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         NerConfig().with_overrides(override)
+
+
+def test_encoder_dropout_is_accepted_beside_an_encoder() -> None:
+    cfg = NerConfig().with_overrides(["model.encoder=minilm-l6", "model.encoder_dropout=0.5"])
+    assert cfg.model.encoder_dropout == 0.5
+    assert NerConfig().with_overrides(["model.encoder_dropout=0"]).model.encoder_dropout == 0.0
 
 
 def test_unreadable_config_file_is_a_config_error(tmp_path) -> None:

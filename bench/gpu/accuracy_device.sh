@@ -800,10 +800,12 @@ EV)  # session 35: encoder dropout on NCBI-disease, beside the defaults
   run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-d50 enc-d50 "$ENC_D50" $C & p2=$!
   run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} ev-d75 enc-d75 "--set model.encoder=$DD/encoder --set model.encoder_dropout=0.75" $C & p3=$!
   wait $p1 $p2 $p3 ;;
-EW)  # session 35: EV's encoder_dropout 0.5 runs alone
+EW)  # session 35: EV's encoder_dropout 0.5 runs alone. Session 36: without XLA's GEMM autotuning, which compiles
+  # hundreds of Triton kernel variants per new shape (the suspect for EV's 420-s first epochs)
+  export XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0"
   run_seeds ${EN_TIMEOUT:-560} ${EN_CAP:-7.5} ev-d50 enc-d50 "$ENC_D50" ${EN_CORPUS:-NCBI-disease} ;;
 EF)  # session 35: phase 2 of the final recipe, defaults and EF_SETTINGS, EF_EPOCHS (B_EPOCHS for the defaults)
-  C=${EN_CORPUS:-NCBI-disease}
+  C=${EN_CORPUS:-NCBI-disease}; export XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0"
   run_seeds ${EN_TIMEOUT:-565} 9 ef-base final-base "--train-on-dev --set training.epochs=${B_EPOCHS:?}" $C & p1=$!
   run_seeds ${EN_TIMEOUT:-565} 9 ef-enc final-enc "--train-on-dev --set training.epochs=${EF_EPOCHS:?} ${EF_SETTINGS:?}" $C & p2=$!
   wait $p1 $p2 ;;
