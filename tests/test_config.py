@@ -74,7 +74,7 @@ def test_overrides_parse_json_values_and_strings() -> None:
     (["training.epochs"], "not KEY=VALUE"),
     (["training.epochs=abc"], "training.epochs"),
     (["model.dropout=-1"], "model.dropout"),
-    (["model.encoder_dropout=0.5"], "encoder_dropout=0.5 needs model.encoder"),
+    (["model.encoder_dropout=0.3"], "encoder_dropout=0.3 needs model.encoder"),
 ])
 def test_bad_overrides_raise_config_error(override, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
@@ -82,9 +82,24 @@ def test_bad_overrides_raise_config_error(override, match: str) -> None:
 
 
 def test_encoder_dropout_is_accepted_beside_an_encoder() -> None:
-    cfg = NerConfig().with_overrides(["model.encoder=minilm-l6", "model.encoder_dropout=0.5"])
-    assert cfg.model.encoder_dropout == 0.5
+    cfg = NerConfig().with_overrides(["model.encoder=minilm-l6", "model.encoder_dropout=0.3"])
+    assert cfg.model.encoder_dropout == 0.3
+    assert NerConfig().with_overrides(["model.encoder=minilm-l6"]).model.encoder_dropout == 0.5
+    # Without an encoder, 0 (a model saved in session 35) and the default are what every config carries.
     assert NerConfig().with_overrides(["model.encoder_dropout=0"]).model.encoder_dropout == 0.0
+    assert NerConfig().model.encoder_dropout == 0.5
+
+
+def test_an_encoder_model_saved_before_encoder_dropout_loads_without_it() -> None:
+    shape = {"vocab_size": 10, "hidden": 4, "layers": 1, "heads": 1, "intermediate": 8, "max_positions": 16,
+             "eps": 1e-12}
+    old = NerConfig().model.model_dump(mode="json")
+    del old["encoder_dropout"]
+    old.update(encoder="minilm-l6", encoder_shape=shape)
+    assert NerConfig.from_dict({"model": old}).model.encoder_dropout == 0.0
+    assert NerConfig.from_dict({"model": {**old, "encoder_dropout": 0.5}}).model.encoder_dropout == 0.5
+    fresh = {k: v for k, v in old.items() if k not in ("encoder_shape",)}  # before train() records the shape
+    assert NerConfig.from_dict({"model": fresh}).model.encoder_dropout == 0.5
 
 
 def test_unreadable_config_file_is_a_config_error(tmp_path) -> None:

@@ -804,6 +804,11 @@ EW)  # session 35: EV's encoder_dropout 0.5 runs alone. Session 36: without XLA'
   # hundreds of Triton kernel variants per new shape (the suspect for EV's 420-s first epochs)
   export XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0"
   run_seeds ${EN_TIMEOUT:-560} ${EN_CAP:-7.5} ev-d50 enc-d50 "$ENC_D50" ${EN_CORPUS:-NCBI-disease} ;;
+EB)  # session 36: EV without its 0.75 runs, on EN_CORPUS (BC5CDR), without GEMM autotuning as in EW
+  C=${EN_CORPUS:-BC5CDR}; export XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0"
+  run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} eb-base base "" $C & p1=$!
+  run_seeds ${EN_TIMEOUT:-565} ${EN_CAP:-7.5} eb-d50 enc-d50 "$ENC_D50" $C & p2=$!
+  wait $p1 $p2 ;;
 EF)  # session 35: phase 2 of the final recipe, defaults and EF_SETTINGS, EF_EPOCHS (B_EPOCHS for the defaults)
   C=${EN_CORPUS:-NCBI-disease}; export XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0"
   run_seeds ${EN_TIMEOUT:-565} 9 ef-base final-base "--train-on-dev --set training.epochs=${B_EPOCHS:?}" $C & p1=$!
