@@ -32,6 +32,7 @@ def test_a_tagger_trained_with_an_encoder_keeps_it_frozen_saves_and_serves(
                 test_data=read_corpus(demo_corpus["test"]).sentences, out_dir=tmp_path / "run", progress=False)
     saved = json.loads((out.best_dir / "config.json").read_text())["model"]
     assert saved["encoder"] == str(folder) and saved["encoder_shape"]["layers"] == LAYERS
+    assert saved["encoder_dropout"] == 0.5  # the default with an encoder (session 36)
     lineage = json.loads((out.best_dir / "lineage.json").read_text())
     assert lineage["encoder"]["weights_sha256"] == enc.fingerprint
     loaded = load_model(out.best_dir)
@@ -50,6 +51,33 @@ def test_a_tagger_trained_with_an_encoder_keeps_it_frozen_saves_and_serves(
     assert extractor.extract([text]) == Extractor(load_model(out.best_dir)).extract([text])
     with pytest.raises(ModelError, match="encoder"):
         build_graphs(loaded.model)
+
+
+def test_an_encoder_model_saved_before_encoder_dropout_existed_loads_as_trained(
+        demo_corpus: dict[str, Path], tmp_path: Path) -> None:
+    """Session 34's models have no ``encoder_dropout`` key: they load without the layer (and its seed variable)
+    that today's default would add, so their weights file still matches."""
+    from helpers import tiny_config
+    from nerservice.artifacts.formats import load_model
+    from nerservice.data import read_corpus
+    from nerservice.inference import Extractor
+    from nerservice.training.trainer import train
+
+    folder = tmp_path / "bert"
+    write_encoder(folder)
+    config = tiny_config().with_overrides({"model.encoder": str(folder), "model.encoder_dropout": 0.0,
+                                           "training.epochs": 1})
+    out = train(config, train_data=read_corpus(demo_corpus["train"]).sentences[:60],
+                dev_data=read_corpus(demo_corpus["dev"]).sentences, out_dir=tmp_path / "run", progress=False)
+    text = "Cisplatin caused acute renal failure in two patients."
+    before = Extractor(load_model(out.best_dir)).extract([text])
+    path = out.best_dir / "config.json"
+    saved = json.loads(path.read_text())
+    del saved["model"]["encoder_dropout"]  # as session 34 wrote it
+    path.write_text(json.dumps(saved))
+    loaded = load_model(out.best_dir, verify=False)
+    assert loaded.config.model.encoder_dropout == 0.0 and loaded.model.encoder_dropout is None
+    assert Extractor(loaded).extract([text]) == before
 
 
 def test_no_encoder_means_no_layer_no_pieces_and_placeholder_inputs(demo_corpus: dict[str, Path]) -> None:
