@@ -17,6 +17,7 @@ from nerservice.errors import ConfigError
 
 CONFIG_VERSION: Final = "nerservice.config.v1"
 ENCODER_DROPOUT: Final = 0.5  # model.encoder_dropout's default: applies only with an encoder
+ENCODER_CACHE_MB: Final = 4096  # training.encoder_cache_mb's default: applies only with an encoder
 
 
 class Strict(BaseModel):
@@ -150,12 +151,25 @@ class TrainingConfig(Strict):
     # the raw weights); 0 or 1 = off.  See nerservice/training/averaging.py.  5: the smoothest dev curves and
     # the best dev F1 of our CPU runs (BENCHMARKS.md, session 4).
     average_epochs: int = Field(5, ge=0)
+    # With model.encoder only: memory for the frozen encoder's states of the training sentences, computed once
+    # and reused every epoch (nerservice/training/encoder_cache.py); sentences past it are encoded again each
+    # epoch. ~5.4 kB a token for MiniLM-L6: NCBI-disease's train split needs ~0.7 GB.
+    encoder_cache_mb: int = Field(ENCODER_CACHE_MB, ge=0, le=1 << 20)
 
 
 class NerConfig(Strict):
     version: Literal["nerservice.config.v1"] = CONFIG_VERSION
     model: ModelConfig = ModelConfig()
     training: TrainingConfig = TrainingConfig()
+
+    @model_validator(mode="after")
+    def settings_need_their_feature(self) -> "NerConfig":
+        # As ModelConfig's rule: a changed setting that would do nothing is an error, the default is not.
+        m = self.model
+        if self.training.encoder_cache_mb != ENCODER_CACHE_MB and not m.encoder and m.encoder_shape is None:
+            raise ValueError(f"training.encoder_cache_mb={self.training.encoder_cache_mb} needs model.encoder "
+                             "(no encoder is set)")
+        return self
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True)

@@ -41,3 +41,25 @@ def compile_forward(model: NerTagger, *, jit_compile: bool = False) -> Forward:
         return np.asarray(fwd(tv, ntv, model_inputs(batch)))
 
     return run
+
+
+def compile_encoder_states(encoder: Any) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """A frozen encoder layer's ``(wp_ids, wp_index) -> states (B, T, L + 1, H)`` as NumPy, compiled per backend
+    (``training/encoder_cache.py``): run op by op, JAX would compile each op anew for every batch shape."""
+    if backends.current() == "tensorflow":
+        import tensorflow as tf
+
+        spec = [tf.TensorSpec((None, None), tf.int32)] * 2
+        fn = tf.function(lambda ids, index: encoder(ids, index), input_signature=spec)
+        return lambda ids, index: np.asarray(fn(ids.astype(np.int32), index.astype(np.int32)).numpy())
+    import jax
+
+    @jax.jit
+    def states(ntv: Any, ids: Any, index: Any) -> Any:
+        out, _ = encoder.stateless_call([], ntv, ids, index)
+        return out
+
+    def run(ids: np.ndarray, index: np.ndarray) -> np.ndarray:
+        return np.asarray(states([v.value for v in encoder.non_trainable_variables], ids, index))
+
+    return run

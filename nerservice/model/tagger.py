@@ -19,6 +19,7 @@ from nerservice.model.crf import CRF
 from nerservice.model.decode import CrfParams
 from nerservice.model.encoder_layer import FrozenTransformer, ScalarMix
 from nerservice.model.layers import CharEncoder, ReplicaDropout, ResidualBiLSTMStack, keep_mask
+from nerservice.text.inputs import ENCODER_STATES
 from nerservice.text.vocab import UNK_ID
 
 
@@ -107,7 +108,10 @@ class NerTagger(keras.Model):
             lm = self.char_lm(inputs["lm_chars"], inputs["lm_forward"], inputs["lm_backward"])  # (B, S) -> (B, T, 2H)
             parts.append(ops.stop_gradient(lm))
         if self.text_encoder is not None and self.encoder_mix is not None:
-            states = self.text_encoder(inputs["wp_ids"], inputs["wp_index"])  # (B, P) -> (B, T, L + 1, H)
+            # Training batches bring the frozen encoder's states, computed once per sentence
+            # (training/encoder_cache.py); inference runs the encoder.
+            states = (inputs[ENCODER_STATES] if ENCODER_STATES in inputs
+                      else self.text_encoder(inputs["wp_ids"], inputs["wp_index"]))  # (B, T, L + 1, H)
             mixed = self.encoder_mix(ops.stop_gradient(states))
             if self.encoder_dropout is not None:
                 mixed = self.encoder_dropout(mixed, training=training, rows=rows)

@@ -19,6 +19,10 @@ is int32; the value is its rank (``None`` for every dimension in a TensorFlow si
   wp_index   (B, T)  position in wp_ids of each token's first piece (0 at padding)
   tag_ids    (B, T)  gold tags (training only), 0 at padding
 
+The training batches of a model with a pretrained encoder also carry its frozen states (float32,
+``training/encoder_cache.py``): encoder_states (B, T, L + 1, H), every hidden state at each token's first
+piece, 0 at padding; the tagger reads them instead of running its encoder (inference runs the encoder).
+
 A distillation student's training batches also carry its teacher's targets (float32, not int32;
 ``nerservice/distil``): teacher_unary (B, T, K) posterior tag marginals, 0 at padding; teacher_pairs
 (B, K, K) pairwise marginals summed over positions (expected transition counts).
@@ -35,6 +39,7 @@ INPUT_NAMES: tuple[str, ...] = tuple(INPUT_RANKS)
 TAG_IDS = "tag_ids"
 TRAIN_RANKS: Mapping[str, int] = {**INPUT_RANKS, TAG_IDS: 2}
 TRAIN_NAMES: tuple[str, ...] = tuple(TRAIN_RANKS)
+ENCODER_STATES = "encoder_states"
 TEACHER_UNARY, TEACHER_PAIRS = "teacher_unary", "teacher_pairs"
 TEACHER_RANKS: Mapping[str, int] = {TEACHER_UNARY: 3, TEACHER_PAIRS: 3}
 

@@ -21,6 +21,7 @@ from nerservice.model.batching import bucketed_batches
 from nerservice.text.features import EncodedCorpus, ShapePolicy, round_up
 from nerservice.text.vocab import Vocabularies
 from nerservice.training.averaging import WeightAverager
+from nerservice.training.encoder_cache import EncoderStates
 from nerservice.training.steps import TrainStep
 
 EpochCallback = Callable[[dict[str, Any], bool], None]  # (epoch record, is_best)
@@ -108,6 +109,7 @@ class EpochLoop:
         self.stopped_reason = "epochs"
         self.seconds = 0.0
         self.last_dev: dict[str, Any] = {}  # the dev metrics of the latest epoch
+        self.encoder_states: EncoderStates | None = None  # set when training starts, for a model with an encoder
 
     def __iter__(self) -> Iterator[tuple[dict[str, Any], bool]]:
         t = self.config.training
@@ -122,6 +124,10 @@ class EpochLoop:
         # A step over a multi-process JAX job takes the whole global batch on every worker (it keeps its
         # own rows); otherwise each worker encodes its slice.
         part, parts = (0, 1) if step.global_batch else (rank, world)
+        # A frozen pretrained encoder runs once per training sentence, not once per epoch.
+        states = self.encoder_states = (
+            EncoderStates(step.model.text_encoder, len(self.train), budget_mb=t.encoder_cache_mb)
+            if step.model.text_encoder is not None else None)
         policy = self.shape_policy or _default_policy(self.config, parts)
         started = time.perf_counter()
         # Snapshots are not checkpointed: a resumed run averages from its first epoch after the resume.
@@ -138,6 +144,8 @@ class EpochLoop:
             batch: dict[str, Any] = encoded.batch(rows, policy)
             if self.extra_batch is not None:
                 batch.update(self.extra_batch(rows, batch))
+            if states is not None:
+                batch.update(states(rows, batch))
             batch.update(replica_rows(global_idx, part, parts, encoded.lengths, policy,
                                       n_rows=batch["lengths"].shape[0]))
             return batch
@@ -176,6 +184,8 @@ class EpochLoop:
                                  eval_seconds=time.perf_counter() - t0 - train_seconds)
                 if averager.enabled:
                     record["averaged_epochs"] = len(averager)
+                if states is not None:
+                    record["encoder_cache"] = states.stats()
                 improved = record["dev_f1"] > state.best_f1 + t.min_delta
                 state.history.append(record)
                 state.epoch = epoch + 1

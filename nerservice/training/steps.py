@@ -23,8 +23,8 @@ import numpy as np
 
 from nerservice.config import TrainingConfig
 from nerservice.model.tagger import NerTagger
+from nerservice.text.inputs import ENCODER_STATES, TRAIN_RANKS
 from nerservice.text.inputs import TRAIN_NAMES as TRAIN_KEYS
-from nerservice.text.inputs import TRAIN_RANKS
 
 # TensorFlow also takes the batch's place in the global batch (training/loop.py ``replica_rows``) so that
 # MultiWorkerMirroredStrategy workers draw the single process's dropout masks. JAX does not need them:
@@ -34,9 +34,13 @@ ROW_KEYS = tuple(ROW_RANKS)
 
 
 def loss_inputs(model: NerTagger) -> dict[str, int]:
-    """Float32 arrays the model's training loss reads besides ``TRAIN_KEYS`` (name -> rank): none for a
-    tagger trained on gold tags; a distillation student's teacher targets (``nerservice/distil/student.py``)."""
-    return dict(getattr(model, "LOSS_INPUTS", {}))
+    """Float32 arrays the model's training loss reads besides ``TRAIN_KEYS`` (name -> rank): a pretrained
+    encoder's frozen states (``training/encoder_cache.py``) and a distillation student's teacher targets
+    (``nerservice/distil/student.py``); none for a plain tagger trained on gold tags."""
+    extra = dict(getattr(model, "LOSS_INPUTS", {}))
+    if model.text_encoder is not None:
+        extra[ENCODER_STATES] = 4
+    return extra
 
 
 class TrainStep(Protocol):

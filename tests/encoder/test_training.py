@@ -30,6 +30,9 @@ def test_a_tagger_trained_with_an_encoder_keeps_it_frozen_saves_and_serves(
     out = train(config, train_data=read_corpus(demo_corpus["train"]).sentences[:150],
                 dev_data=read_corpus(demo_corpus["dev"]).sentences,
                 test_data=read_corpus(demo_corpus["test"]).sentences, out_dir=tmp_path / "run", progress=False)
+    # The encoder ran once per training sentence: in epoch 1; epoch 2 read what epoch 1 kept.
+    cache = [r["encoder_cache"] for r in out.history]
+    assert [c["encoded_sentences"] for c in cache] == [150, 150] and cache[-1]["kept_sentences"] == 150
     saved = json.loads((out.best_dir / "config.json").read_text())["model"]
     assert saved["encoder"] == str(folder) and saved["encoder_shape"]["layers"] == LAYERS
     assert saved["encoder_dropout"] == 0.5  # the default with an encoder (session 36)
