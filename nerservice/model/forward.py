@@ -5,13 +5,14 @@ wraps this one) both import it without importing each other.
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nerservice import backend as backends
-from nerservice.text.inputs import INPUT_RANKS, model_inputs
+from nerservice.text.inputs import ENCODER_STATES, INPUT_NAMES, INPUT_RANKS, model_inputs
 
 if TYPE_CHECKING:  # Keras only when a Keras model is compiled: the ONNX runtime imports ``Forward`` without it
     from nerservice.model.tagger import NerTagger
@@ -19,15 +20,22 @@ if TYPE_CHECKING:  # Keras only when a Keras model is compiled: the ONNX runtime
 Forward = Callable[[dict[str, np.ndarray]], np.ndarray]
 
 
-def compile_forward(model: NerTagger, *, jit_compile: bool = False) -> Forward:
-    """Backend-specific compiled inference: emissions (B, T, K) as NumPy."""
+def compile_forward(model: NerTagger, *, jit_compile: bool = False, with_states: bool = False) -> Forward:
+    """Backend-specific compiled inference: emissions (B, T, K) as NumPy.  ``with_states``: the batch also
+    carries ``ENCODER_STATES`` and the model reads them instead of running its encoder (TensorFlow only;
+    ``KeptStatesForward``)."""
     backend = backends.current()
     if backend == "tensorflow":
         import tensorflow as tf
 
-        fn = tf.function(lambda b: model(b, training=False), input_signature=[backends.tf_signature(INPUT_RANKS)],
-                         jit_compile=jit_compile)
-        return lambda batch: np.asarray(fn(model_inputs(batch)).numpy())
+        spec = backends.tf_signature(INPUT_RANKS)
+        if with_states:
+            spec[ENCODER_STATES] = tf.TensorSpec((None,) * 4, tf.float32)
+        fn = tf.function(lambda b: model(b, training=False), input_signature=[spec], jit_compile=jit_compile)
+        keys = (*INPUT_NAMES, ENCODER_STATES) if with_states else INPUT_NAMES
+        return lambda batch: np.asarray(fn({k: batch[k] for k in keys}).numpy())
+    if with_states:
+        raise ValueError("a forward with kept encoder states is compiled for TensorFlow only")
     import jax
 
     @jax.jit
@@ -63,3 +71,29 @@ def compile_encoder_states(encoder: Any) -> Callable[[np.ndarray, np.ndarray], n
         return np.asarray(states([v.value for v in encoder.non_trainable_variables], ids, index))
 
     return run
+
+
+class KeptStatesForward:
+    """The forward for text scored again and again (training's dev set, every epoch) by a model with a frozen
+    encoder: each batch's encoder states are computed once and kept (float16, up to ``budget_mb``), keyed by
+    the batch's word pieces, so later calls with the same batch run only the tagger. The predictor cuts the same
+    sentences into the same batches each time (its batching has no seed), so every later call finds them."""
+
+    def __init__(self, model: NerTagger, *, budget_mb: int) -> None:
+        self._forward = compile_forward(model, with_states=True)
+        self._encode = compile_encoder_states(model.text_encoder)
+        self.budget_bytes = budget_mb << 20
+        self.kept_bytes = 0
+        self._kept: dict[bytes, np.ndarray] = {}
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> np.ndarray:
+        ids, index = batch["wp_ids"], batch["wp_index"]
+        key = hashlib.blake2b(repr((ids.shape, index.shape)).encode() + ids.tobytes() + index.tobytes(),
+                              digest_size=16).digest()
+        states = self._kept.get(key)
+        if states is None:
+            states = self._encode(ids, index).astype(np.float16)
+            if self.kept_bytes + states.nbytes <= self.budget_bytes:
+                self._kept[key] = states
+                self.kept_bytes += states.nbytes
+        return self._forward({**batch, ENCODER_STATES: states.astype(np.float32)})

@@ -13,7 +13,7 @@ import numpy as np
 from nerservice import backend as backends
 from nerservice.model.batching import bucketed_batches
 from nerservice.model.decode import CrfParams, Tagged, decode_emissions
-from nerservice.model.forward import Forward, compile_forward
+from nerservice.model.forward import Forward, KeptStatesForward, compile_forward
 from nerservice.model.heads import decode_merged
 from nerservice.text.features import EncodedCorpus, ShapePolicy
 from nerservice.text.vocab import MultiTagVocabulary, TagVocabulary, Vocabularies
@@ -133,11 +133,14 @@ class Predictor(ForwardPredictor):
 
     def __init__(self, model: NerTagger, vocabs: Vocabularies, *, max_word_length: int, batch_size: int = 256,
                  token_budget: int = 8192, bucket_size: int = 8, jit_compile: bool | str = False,
-                 matmul_precision: str = "highest") -> None:
+                 matmul_precision: str = "highest", keep_encoder_states_mb: int = 0) -> None:
         """``jit_compile``: False = TF graph; True = XLA, compiling each new shape before answering;
         "background" = XLA over bounded shapes, compiled on a background thread while the graph function
         answers (``xla_forward.py``; TensorFlow only, the JAX path is always compiled).
-        ``matmul_precision``: JAX only, the fused forward + device decode's (``device_tagging.py``)."""
+        ``matmul_precision``: JAX only, the fused forward + device decode's (``device_tagging.py``).
+        ``keep_encoder_states_mb``: for a model with a frozen encoder, keep the encoder's states of the batches
+        it scores, up to this much memory (``KeptStatesForward``: training's dev set, scored every epoch;
+        TensorFlow graph only, elsewhere ignored)."""
         self.model = model
         backend = backends.current()
         xla: BackgroundXlaForward | None = None
@@ -147,6 +150,10 @@ class Predictor(ForwardPredictor):
 
             forward = xla = BackgroundXlaForward(model)
             policy = ShapePolicy.bounded(time_multiple=bucket_size)
+        elif keep_encoder_states_mb and model.text_encoder is not None and backend == "tensorflow" \
+                and jit_compile is False:
+            forward = KeptStatesForward(model, budget_mb=keep_encoder_states_mb)
+            policy = ShapePolicy.for_backend(backend, batch_size=batch_size, time_multiple=bucket_size)
         else:
             forward = compile_forward(model, jit_compile=jit_compile is True)
             policy = ShapePolicy.for_backend(backend, batch_size=batch_size, time_multiple=bucket_size)

@@ -254,7 +254,8 @@ def train(
                              **lm_arguments(char_lm), **encoder_arguments(encoder), **gazetteer_arguments(vocabs))
     step = make_train_step(model, config.training, strategy=strategy)
     predictor = Predictor(model, vocabs, max_word_length=config.model.max_word_length,
-                          batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size)
+                          batch_size=config.training.eval_batch_size, bucket_size=config.training.bucket_size,
+                          keep_encoder_states_mb=config.training.encoder_cache_mb)  # dev: scored every epoch
     lineage = build_lineage(corpora=lineage_corpora(train_data, dev_data, test_data),
                             config_hash=config.fingerprint(), sources=sources or {},
                             backend=backend.current(),

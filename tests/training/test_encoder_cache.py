@@ -10,7 +10,7 @@ import pytest
 from encoder.encoder_fixture import HIDDEN, LAYERS, write_encoder
 
 
-def _setup(demo_corpus: dict[str, Path], tmp_path: Path, n: int = 40) -> tuple[Any, Any, Any, Any]:
+def _setup(demo_corpus: dict[str, Path], tmp_path: Path, n: int = 40) -> tuple[Any, Any, Any, Any, Any]:
     from helpers import tiny_config
     from nerservice.data import read_corpus
     from nerservice.encoder.attach import with_word_pieces
@@ -29,7 +29,7 @@ def _setup(demo_corpus: dict[str, Path], tmp_path: Path, n: int = 40) -> tuple[A
     model = build_tagger(cfg.model, n_words=len(vocabs.words), n_chars=len(vocabs.chars), n_tags=len(vocabs.tags),
                          encoder_arrays=enc.layer_arrays())
     corpus = EncodedCorpus([s.tokens for s in sents], vocabs, max_word_length=24, tags=[s.tags for s in sents])
-    return cfg, model, corpus, sents
+    return cfg, model, corpus, sents, vocabs
 
 
 def test_the_states_are_the_encoders_own_kept_once_and_zero_at_padding(
@@ -40,7 +40,7 @@ def test_the_states_are_the_encoders_own_kept_once_and_zero_at_padding(
     from nerservice.text.inputs import ENCODER_STATES
     from nerservice.training.encoder_cache import EncoderStates
 
-    _, model, corpus, sents = _setup(demo_corpus, tmp_path)
+    _, model, corpus, sents, _ = _setup(demo_corpus, tmp_path)
     cache = EncoderStates(model.text_encoder, len(sents), budget_mb=64)
     rows = np.array([3, 0, 7, 12, 5])
     batch = corpus.batch(rows, ShapePolicy(fixed_batch=8))
@@ -62,7 +62,7 @@ def test_past_the_bound_sentences_are_encoded_again_with_the_same_states(
     from nerservice.text.inputs import ENCODER_STATES
     from nerservice.training.encoder_cache import EncoderStates
 
-    _, model, corpus, sents = _setup(demo_corpus, tmp_path)
+    _, model, corpus, sents, _ = _setup(demo_corpus, tmp_path)
     rows = np.arange(len(sents))
     batch = corpus.batch(rows)
     roomy = EncoderStates(model.text_encoder, len(sents), budget_mb=64)
@@ -81,7 +81,7 @@ def test_the_tagger_trains_on_the_kept_states_as_on_its_own_encoder(
     from nerservice.training.encoder_cache import EncoderStates
     from nerservice.training.steps import loss_inputs
 
-    _, model, corpus, sents = _setup(demo_corpus, tmp_path)
+    _, model, corpus, sents, _ = _setup(demo_corpus, tmp_path)
     assert "encoder_states" in loss_inputs(model)
     rows = np.arange(16)
     batch = corpus.batch(rows)
@@ -137,3 +137,28 @@ def test_under_jax_the_states_are_computed_once_and_the_model_trains(
     result = last_json_line(run_python(code, env=jax_env(), timeout=600).stdout)
     assert [c["encoded_sentences"] for c in result["cache"]] == [60, 60]
     assert result["cache"][-1]["kept_sentences"] == 60 and result["texts"] == 1
+
+
+def test_the_dev_forward_keeps_its_states_and_scores_as_the_plain_one(
+        demo_corpus: dict[str, Path], tmp_path: Path) -> None:
+    from nerservice.model.forward import KeptStatesForward
+    from nerservice.model.predictor import Predictor
+
+    _, model, _, sents, vocabs = _setup(demo_corpus, tmp_path, n=60)
+    texts = [s.tokens for s in sents]
+    plain = Predictor(model, vocabs, max_word_length=24, batch_size=16)
+    kept = Predictor(model, vocabs, max_word_length=24, batch_size=16, keep_encoder_states_mb=64)
+    forward = kept._forward
+    assert isinstance(forward, KeptStatesForward) and not isinstance(plain._forward, KeptStatesForward)
+    want = plain.emissions(texts)
+    first = kept.emissions(texts)
+    held = forward.kept_bytes
+    assert held > 0 and len(forward._kept) == len(plain.forward_batches([len(t) for t in texts]))
+    again = kept.emissions(texts)  # the same batches: every one found, nothing added
+    assert forward.kept_bytes == held
+    for a, b, c in zip(want, first, again):
+        np.testing.assert_allclose(b, a, rtol=2e-3, atol=2e-3)
+        np.testing.assert_array_equal(c, b)
+    # Without room it still scores the same, keeping nothing.
+    none = Predictor(model, vocabs, max_word_length=24, batch_size=16, keep_encoder_states_mb=0)
+    assert not isinstance(none._forward, KeptStatesForward)
