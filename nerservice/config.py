@@ -152,8 +152,9 @@ class TrainingConfig(Strict):
     # the best dev F1 of our CPU runs (BENCHMARKS.md, session 4).
     average_epochs: int = Field(5, ge=0)
     # With model.encoder only: memory for the frozen encoder's states of the training sentences, computed once
-    # and reused every epoch (nerservice/training/encoder_cache.py); sentences past it are encoded again each
-    # epoch. ~5.4 kB a token for MiniLM-L6: NCBI-disease's train split needs ~0.7 GB.
+    # and reused every epoch (nerservice/training/encoder_cache.py), and as much again for the dev set's
+    # (model/forward.KeptStatesForward); past it a sentence is encoded again each epoch. ~5.4 kB a token for
+    # MiniLM-L6: NCBI-disease's train split needs ~0.7 GB.
     encoder_cache_mb: int = Field(ENCODER_CACHE_MB, ge=0, le=1 << 20)
 
 

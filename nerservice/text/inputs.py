@@ -21,7 +21,8 @@ is int32; the value is its rank (``None`` for every dimension in a TensorFlow si
 
 The training batches of a model with a pretrained encoder also carry its frozen states (float32,
 ``training/encoder_cache.py``): encoder_states (B, T, L + 1, H), every hidden state at each token's first
-piece, 0 at padding; the tagger reads them instead of running its encoder (inference runs the encoder).
+piece, 0 at padding; the tagger reads them instead of running its encoder. Training's dev forward
+passes them too (``model/forward.KeptStatesForward``); inference runs the encoder.
 
 A distillation student's training batches also carry its teacher's targets (float32, not int32;
 ``nerservice/distil``): teacher_unary (B, T, K) posterior tag marginals, 0 at padding; teacher_pairs

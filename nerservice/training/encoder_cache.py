@@ -6,7 +6,8 @@ every epoch: on one CPU core the encoder was ~80 % of a step (NCBI-disease: 1.0-
 5.3-5.9k without; BENCHMARKS.md, session 36). Here a sentence's states (every hidden state at each token's
 first piece, ``(tokens, L + 1, H)``) are computed the first time it is in a batch and kept, in float16, for
 every later epoch; the batch carries them as ``ENCODER_STATES`` and the tagger reads them instead of running
-its encoder (``model/tagger.py``). Inference and dev evaluation still run the encoder.
+its encoder (``model/tagger.py``). The dev set's states are kept by its predictor
+(``model/forward.KeptStatesForward``); inference runs the encoder.
 
 ``training.encoder_cache_mb`` bounds what is kept (NCBI-disease's train split: ~0.7 GB for MiniLM-L6's
 7 x 384 states a token). A sentence past the bound is encoded again whenever it is in a batch, so a small
