@@ -66,7 +66,7 @@ def _wait_for(url: str, *, proc: subprocess.Popen, log: Path, timeout: float = 1
         if _get(url)[0] == status:
             return
         assert proc.poll() is None, f"{proc.args[:3]} exited: {log.read_text()[-3000:]}"
-        time.sleep(1)
+        time.sleep(0.2)
     raise AssertionError(f"{url} not {status} after {timeout}s: {log.read_text()[-3000:]}")
 
 
