@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,23 @@ def jvm_env() -> dict[str, str]:
     return {"SPARK_LAUNCHER_OPTS": JVM_OPTS, "SPARK_DAEMON_JAVA_OPTS": JVM_OPTS,
             "SPARK_SUBMIT_OPTS": f"{JVM_OPTS} {executors}"}
 
+
+
+def spark_master_ports(log: Path, proc: subprocess.Popen, timeout: float) -> tuple[int, int]:
+    """A standalone Spark master's RPC and web UI ports as it bound them, read from its log: Spark moves on to
+    the next port when the one asked for was taken between the test's choice and its bind (CI saw workers dial
+    the old one), so the ports asked for are not evidence."""
+    deadline, text = time.monotonic() + timeout, ""
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        rpc = re.search(r"Starting Spark master at spark://127\.0\.0\.1:(\d+)", text)
+        ui = re.search(r"Successfully started service 'MasterUI' on port (\d+)", text)
+        if rpc and ui:
+            return int(rpc.group(1)), int(ui.group(1))
+        if proc.poll() is not None:
+            raise RuntimeError(f"the Spark master exited with {proc.returncode}:\n{text[-3000:]}")
+        time.sleep(0.2)
+    raise TimeoutError(f"the Spark master did not start within {timeout:.0f} s:\n{text[-3000:]}")
 
 # The JAX processes the tests start compile every step and forward pass with XLA for the CPU, and on runs this
 # small compiling dominates: without LLVM's optimisation passes (XLA's own HLO passes still run) a 2-epoch JAX

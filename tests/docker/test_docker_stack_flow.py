@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 import pytest
 from docker_tools import REPO, compose_model, free_ports
 
-from helpers import jvm_env
+from helpers import jvm_env, spark_master_ports
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.server]
 
@@ -84,20 +83,6 @@ def _mlflow_args(*, port: int, root: Path) -> list[str]:
     return [str(BIN / "mlflow"), *cmd[1:]]
 
 
-def _master_ports(log: Path, proc: subprocess.Popen, timeout: float = 120) -> tuple[int, int]:
-    """The Spark master's RPC and web UI ports as it bound them, read from its log."""
-    deadline, text = time.monotonic() + timeout, ""
-    while time.monotonic() < deadline:
-        text = log.read_text(errors="replace") if log.exists() else ""
-        rpc = re.search(r"Starting Spark master at spark://127\.0\.0\.1:(\d+)", text)
-        ui = re.search(r"Successfully started service 'MasterUI' on port (\d+)", text)
-        if rpc and ui:
-            return int(rpc.group(1)), int(ui.group(1))
-        assert proc.poll() is None, f"the Spark master exited:\n{text[-3000:]}"
-        time.sleep(0.5)
-    raise AssertionError(f"the Spark master did not start within {timeout:.0f} s:\n{text[-3000:]}")
-
-
 @pytest.fixture
 def stack(tmp_path, demo_corpus):
     procs: list[subprocess.Popen] = []
@@ -139,7 +124,7 @@ def stack(tmp_path, demo_corpus):
         # Spark moves to the next port when one is taken meanwhile (CI saw 'could not bind on port 59715.
         # Attempting port 59716.', and the workers then dialled the old one): the workers and the test use the
         # ports the master bound.
-        ports["master"], ports["master_ui"] = _master_ports(logs / "master.log", master)
+        ports["master"], ports["master_ui"] = spark_master_ports(logs / "master.log", master, 120)
         for n in (1, 2):
             start(f"worker{n}", ["bash", str(REPO / "docker/spark/entrypoint.sh"), "worker"],
                   {**spark_env, "SPARK_MASTER_URL": f"spark://127.0.0.1:{ports['master']}",

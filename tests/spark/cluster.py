@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pyspark
 
-from helpers import jvm_env  # tests/helpers.py
+from helpers import jvm_env, spark_master_ports  # tests/helpers.py
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 PYTHON = sys.executable
@@ -93,7 +92,7 @@ class SparkCluster:
                                         "--properties-file", str(self.root / "conf" / "master.conf")])
         # The ports it bound, not the ones asked for: Spark moves on to the next port when one is taken between
         # free_port() and its bind (CI saw this in tests/docker/test_docker_stack_flow.py, whose fix this is).
-        self.master_port, self.master_ui = self._master_ports(master, timeout)
+        self.master_port, self.master_ui = spark_master_ports(self.root / "logs" / "master.out", master, timeout)
         for i in range(self.workers):
             work = self.root / f"work-{i}"
             work.mkdir(exist_ok=True)
@@ -104,21 +103,6 @@ class SparkCluster:
                         FAKE_GPU_ADDRESS=str(i), SPARK_WORKER_DIR=str(work))
         self.wait_for_workers(timeout)
         return self
-
-    def _master_ports(self, proc: subprocess.Popen, timeout: float) -> tuple[int, int]:
-        """The master's RPC and web UI ports as it bound them, read from its log."""
-        log = self.root / "logs" / "master.out"
-        deadline, text = time.monotonic() + timeout, ""
-        while time.monotonic() < deadline:
-            text = log.read_text(errors="replace") if log.exists() else ""
-            rpc = re.search(r"Starting Spark master at spark://127\.0\.0\.1:(\d+)", text)
-            ui = re.search(r"Successfully started service 'MasterUI' on port (\d+)", text)
-            if rpc and ui:
-                return int(rpc.group(1)), int(ui.group(1))
-            if proc.poll() is not None:
-                raise RuntimeError(f"spark master exited with {proc.returncode}:\n{text[-3000:]}")
-            time.sleep(0.2)
-        raise TimeoutError(f"the Spark master did not start within {timeout:.0f} s:\n{text[-3000:]}")
 
     def state(self) -> dict:
         with urllib.request.urlopen(f"http://{LOCAL}:{self.master_ui}/json/", timeout=5) as r:
