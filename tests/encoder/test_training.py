@@ -120,6 +120,33 @@ def test_a_multi_corpus_model_takes_the_encoder_through_the_cli(tiny_multi_corpo
     assert all(e.label in {"Disease", "Drug"} for e in ents)
 
 
+
+def test_the_final_distil_recipe_takes_the_encoder_into_every_model_and_encodes_each_student_sentence_once(
+        tmp_path: Path) -> None:
+    """`train --final --distil --encoder`: phase 1, the final model, the fold teachers and the student all carry
+    the encoder (the recipe a user would run for the one-model target with it), and the student, whose training
+    text includes the synthetic variants, reads each sentence's kept states after its first epoch."""
+    from helpers import tiny_sets
+    from nerservice.cli.main import main
+    from nerservice.demo_corpus import write_demo_corpus
+
+    corpus = write_demo_corpus(tmp_path / "corpus", sizes=(200, 40, 40), seed=11)
+    folder = tmp_path / "bert"
+    write_encoder(folder)
+    out = tmp_path / "fd"
+    assert main(["train", "--train", str(corpus["train"]), "--dev", str(corpus["dev"]), "--test", str(corpus["test"]),
+                 "--out", str(out), "--quiet", "--encoder", str(folder), "--final", "--seeds", "1", "--distil",
+                 *tiny_sets(**{"training.epochs": 3, "training.patience": 2, "model.lstm_layers": 1})]) == 0
+    kept = ["phase1/model-best", "model-last", "fold-1of2/model-last", "fold-2of2/model-last", "student/model-last"]
+    for name in kept:
+        assert json.loads((out / name / "config.json").read_text())["model"]["encoder"] == str(folder), name
+    student = out / "student" / "model-last"
+    assert json.loads((student / "lineage.json").read_text())["encoder"]["weights_sha256"]
+    cache = [r["encoder_cache"] for r in json.loads((student / "history.json").read_text())]
+    n = cache[0]["sentences"]
+    assert len(cache) == 3 and n > 240  # the 240 labelled sentences and their synthetic variants
+    assert all(c["encoded_sentences"] == n and c["kept_sentences"] == n for c in cache)
+
 @pytest.mark.parametrize("rate", [0.0, 0.5])
 def test_encoder_dropout_drops_only_the_encoder_features_and_only_in_training(rate: float, tmp_path: Path) -> None:
     from helpers import tiny_config
