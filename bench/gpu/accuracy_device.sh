@@ -253,6 +253,13 @@
 #      user runs it. It takes more than one call: repeat BF on the warm machine (within its 30-s idle release)
 #      until $R/final-distil-$SEED.json is not empty; each call resumes every run from its checkpoint. The
 #      command runs in its own session (setsid) and the call's end kills the whole group, workers included.
+# Session 38 (prepared, not run): the encoder inside the final-distil recipe for NCBI-disease's one-model target
+#   (tests/encoder/test_training.py runs this path with a tiny encoder):
+#   FE: `nerservice train --final --seeds 3 --distil --jobs 9` on CORPUS with FE_SETTINGS, e.g.
+#      `DEVDATA=<make_devdata.py --encoder minilm-l6 folder of the four corpora> FE_SETTINGS="--encoder <it>/encoder"
+#      bash bench/gpu/accuracy_device.sh FE`, repeated on the warm machine (~3 calls); then FE without FE_SETTINGS
+#      as the same-session baseline (session 32: compare only within a session). Four corpora, their GloVe rows and
+#      the encoder may pass the carry's 64 MiB (two corpora made 53 MB): then `--only NCBI-disease BC5CDR linnaeus`
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -756,6 +763,18 @@ BF)
   setsid python3 -m nerservice.cli.main train --train $D/BC5CDR/train.tsv --dev $D/BC5CDR/devel.tsv \
     --test $D/BC5CDR/test.tsv $V --final --seeds 3 --distil --jobs 9 --unlabelled $U --set training.seed=$S \
     --set training.bucket_size=32 --quiet --json --out /tmp/fd-$S > $R/final-distil-$S.json 2> $R/final-distil-$S.log &
+  P=$!
+  ( sleep $((575 - SECONDS)); kill -TERM -- -$P 2> /dev/null ) & K=$!
+  wait $P; kill $K 2> /dev/null ;;
+FE)  # session 38 (prepared): BF on CORPUS (default NCBI-disease) with FE_SETTINGS (e.g. "--encoder $DD/encoder"),
+  # the unlabelled text = the train + devel of every other corpus in $D; repeat on the warm machine until
+  # $R/final-distil-$C-$S.json is not empty (each call resumes every run from its checkpoint)
+  C=${CORPUS:-NCBI-disease}; S=${SEED:-42}; U=""; export XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0"
+  for c in $(ls $D); do [ -d $D/$c ] && [ $c != $C ] && U="$U $D/$c/train.tsv $D/$c/devel.tsv"; done
+  setsid python3 -m nerservice.cli.main train --train $D/$C/train.tsv --dev $D/$C/devel.tsv --test $D/$C/test.tsv \
+    $V --final --seeds 3 --distil --jobs ${FE_JOBS:-9} ${U:+--unlabelled $U} --set training.seed=$S \
+    --set training.bucket_size=32 ${FE_SETTINGS:-} --quiet --json --out /tmp/fe-$C-$S \
+    > $R/final-distil-$C-$S.json 2>> $R/final-distil-$C-$S.log &
   P=$!
   ( sleep $((575 - SECONDS)); kill -TERM -- -$P 2> /dev/null ) & K=$!
   wait $P; kill $K 2> /dev/null ;;
