@@ -31,7 +31,6 @@ def jvm_env() -> dict[str, str]:
             "SPARK_SUBMIT_OPTS": f"{JVM_OPTS} {executors}"}
 
 
-
 def spark_master_ports(log: Path, proc: subprocess.Popen, timeout: float) -> tuple[int, int]:
     """A standalone Spark master's RPC and web UI ports as it bound them, read from its log: Spark moves on to
     the next port when the one asked for was taken between the test's choice and its bind (CI saw workers dial
@@ -47,6 +46,7 @@ def spark_master_ports(log: Path, proc: subprocess.Popen, timeout: float) -> tup
             raise RuntimeError(f"the Spark master exited with {proc.returncode}:\n{text[-3000:]}")
         time.sleep(0.2)
     raise TimeoutError(f"the Spark master did not start within {timeout:.0f} s:\n{text[-3000:]}")
+
 
 # The JAX processes the tests start compile every step and forward pass with XLA for the CPU, and on runs this
 # small compiling dominates: without LLVM's optimisation passes (XLA's own HLO passes still run) a 2-epoch JAX
