@@ -279,6 +279,13 @@ pack() {  # every result file so far, into $OUT: the monitor calls it each minut
     | tar czf $OUT/res$CALL.tgz.tmp -T - && mv $OUT/res$CALL.tgz.tmp $OUT/res$CALL.tgz)
 }
 ( while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; pack; done ) & mon=$!
+# Wait for the process group led by PID (a setsid command), killing the whole group, workers included, at 575 s
+# into the call so that pack still runs: wait_capped PID
+wait_capped() {
+  local p=$1 k
+  ( sleep $((575 - SECONDS)); kill -TERM -- -$p 2> /dev/null ) & k=$!
+  wait $p; kill $k 2> /dev/null
+}
 # Trainings on CORPUS... for seeds $SEEDS (42/1/2), side by side, each with SETTINGS:
 #   run_seeds TIMEOUT_S CAP_MIN TMP_PREFIX RESULT_TAG "SETTINGS" CORPUS...
 run_seeds() {
@@ -763,9 +770,7 @@ BF)
   setsid python3 -m nerservice.cli.main train --train $D/BC5CDR/train.tsv --dev $D/BC5CDR/devel.tsv \
     --test $D/BC5CDR/test.tsv $V --final --seeds 3 --distil --jobs 9 --unlabelled $U --set training.seed=$S \
     --set training.bucket_size=32 --quiet --json --out /tmp/fd-$S > $R/final-distil-$S.json 2> $R/final-distil-$S.log &
-  P=$!
-  ( sleep $((575 - SECONDS)); kill -TERM -- -$P 2> /dev/null ) & K=$!
-  wait $P; kill $K 2> /dev/null ;;
+  wait_capped $! ;;
 FE)  # session 38 (prepared): BF on CORPUS (default NCBI-disease) with FE_SETTINGS (e.g. "--encoder $DD/encoder"),
   # the unlabelled text = the train + devel of every other corpus in $D; repeat on the warm machine until
   # $R/final-distil-$C-$S.json is not empty (each call resumes every run from its checkpoint)
@@ -775,17 +780,13 @@ FE)  # session 38 (prepared): BF on CORPUS (default NCBI-disease) with FE_SETTIN
     $V --final --seeds 3 --distil --jobs ${FE_JOBS:-9} ${U:+--unlabelled $U} --set training.seed=$S \
     --set training.bucket_size=32 ${FE_SETTINGS:-} --quiet --json --out /tmp/fe-$C-$S \
     > $R/final-distil-$C-$S.json 2>> $R/final-distil-$C-$S.log &
-  P=$!
-  ( sleep $((575 - SECONDS)); kill -TERM -- -$P 2> /dev/null ) & K=$!
-  wait $P; kill $K 2> /dev/null ;;
+  wait_capped $! ;;
 PF)
   C=${CORPUS:-NCBI-disease}
   setsid python3 -m nerservice.cli.main train --train $D/$C/train.tsv --dev $D/$C/devel.tsv --test $D/$C/test.tsv \
     $V --final --seeds 3 --jobs 3 --set training.bucket_size=32 --quiet --json --out /tmp/pf-$C \
     > $R/final-seeds-$C.json 2>> $R/final-seeds-$C.log &
-  P=$!
-  ( sleep $((575 - SECONDS)); kill -TERM -- -$P 2> /dev/null ) & K=$!
-  wait $P; kill $K 2> /dev/null
+  wait_capped $!
   for f in $(find /tmp/pf-$C -name metrics.json -not -path '*checkpoint*'); do  # each model's own dev / test figures
     g=${f#/tmp/}; cp $f $R/${g//\//-}; done ;;
 BC|BD|BE)
