@@ -129,20 +129,59 @@ def test_train_registers_and_promotes(store_env, model_name, demo_corpus, tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.parametrize("store_env", ["embedded"], indirect=True)  # the callback path, not the store kind
-def test_final_recipe_registers_with_phase2s_config(cli_env, model_name, demo_corpus, tmp_path, capsys):
+def test_final_recipe_trains_on_train_plus_dev_for_phase1s_epoch_count_and_registers_phase2s_config(
+        cli_env, model_name, demo_corpus, tmp_path, capsys):
+    """`nerservice train --final`: what it trains, keeps and records, and what `--register` sends to the store.
+    One run for both (it was two identical trainings, one in tests/training/test_recipes.py): the
+    registration is a callback on the same run and changes nothing it trains."""
     from helpers import TINY_OVERRIDES
-    from nerservice.artifacts.model_folder import load_model_folder
+    from nerservice.artifacts.formats import verify_manifest
+    from nerservice.artifacts.model_folder import load_model_folder as load_model
+    from nerservice.data import read_corpus
+    from nerservice.lineage import corpus_fingerprint
 
+    # One residual layer: tracing the train step is most of a run this small, two layers trace ~1.5x as long,
+    # and nothing here depends on the depth (the demo corpus' dev F1 is 1.0 from epoch 3 with either).
     tiny = {**TINY_OVERRIDES, "training.epochs": 6, "training.patience": 2, "model.lstm_layers": 1}
     out = tmp_path / "final"
-    code, _, err = _run(capsys, "train", "--train", str(demo_corpus["train"]), "--dev", str(demo_corpus["dev"]),
-                        "--test", str(demo_corpus["test"]), "--out", str(out), "--quiet", "--final",
-                        "--register", model_name, *[a for k, v in tiny.items() for a in ("--set", f"{k}={v}")])
+    argv = ["train", "--train", str(demo_corpus["train"]), "--dev", str(demo_corpus["dev"]), "--test",
+            str(demo_corpus["test"]), "--out", str(out), "--quiet", *[a for k, v in tiny.items() for a in ("--set", f"{k}={v}")],
+            "--final", "--json"]
+    code, stdout, err = _run(capsys, *argv, "--register", model_name)
     assert code == 0, err
-    final = load_model_folder(out / "model-last")
-    epochs = final.config.training.epochs  # phase 1's best epoch, not the command's 6
+    printed = json.loads(stdout)
+    phase1 = load_model(out / "phase1" / "model-best")
+    best_epoch = phase1.metrics["epoch"]
+    final = load_model(out / "model-last")
+    verify_manifest(out / "model-last")  # lineage.json (the recipe record) is hashed in the manifest
+    # Phase 2: exactly phase 1's best epoch count, no early stopping, on train + dev; nothing selected on dev.
+    assert final.config.training.epochs == best_epoch == final.config.training.patience  # not the command's 6
+    history = json.loads((out / "model-last" / "history.json").read_text())
+    assert [h["epoch"] for h in history] == list(range(1, best_epoch + 1))
+    assert not (out / "model-best").exists()
+    train_s, dev_s = (read_corpus(demo_corpus[k]).sentences for k in ("train", "dev"))
+    prints = final.lineage["corpus_fingerprints"]
+    assert prints["train"] == corpus_fingerprint([*train_s, *dev_s]) and prints["dev"] == corpus_fingerprint(dev_s)
+    assert phase1.lineage["corpus_fingerprints"]["train"] == corpus_fingerprint(train_s)
+    recipe = final.lineage["recipe"]
+    assert recipe["name"] == "final" and recipe["phase"] == 2
+    assert recipe["phase1"]["best_epoch"] == best_epoch and recipe["phase2"]["epochs"] == best_epoch
+    assert recipe["phase1"]["dev_f1"] == pytest.approx(phase1.metrics["dev"]["micro"]["f1"])
+    assert phase1.lineage["recipe"] == {"name": "final", "phase": 1}
+    # The final model was evaluated on test as model-last; the CLI reports it and the recipe.
+    assert final.metrics["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])
+    assert final.metrics["epoch"] == best_epoch and printed["model_dir"] == str(out / "model-last")
+    assert printed["recipe"]["phase1"]["best_epoch"] == best_epoch
+
+    # --register: the store's run carries phase 2's config (the final model's), not the command's.
     store = cli_env.store(tmp_path / "check-cache")
     info = store.describe(f"{model_name}@latest")
     run = store.client.get_run(info["run_id"])
-    assert run.data.params["training.epochs"] == run.data.params["training.patience"] == str(epochs)
+    assert run.data.params["training.epochs"] == run.data.params["training.patience"] == str(best_epoch)
     assert run.data.tags["nerservice.lineage.config_hash"] == final.lineage["config_hash"]
+
+    # A rerun resumes both phases from their checkpoints and trains nothing again.
+    code, stdout, err = _run(capsys, *argv)
+    assert code == 0, err
+    again = json.loads(stdout)
+    assert again["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])

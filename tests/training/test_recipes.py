@@ -41,42 +41,9 @@ def test_bad_recipe_options_are_coded_errors_before_training(demo_corpus, tmp_pa
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.slow
-def test_final_recipe_trains_on_train_plus_dev_for_phase1s_epoch_count(demo_corpus, tmp_path: Path, capsys) -> None:
-    from nerservice.artifacts.formats import verify_manifest
-    from nerservice.artifacts.model_folder import load_model_folder as load_model
-    from nerservice.data import read_corpus
-    from nerservice.lineage import corpus_fingerprint
-
-    out = tmp_path / "final"
-    assert main(_train(demo_corpus, out, "--final", "--json")) == 0
-    printed = json.loads(capsys.readouterr().out)
-    phase1 = load_model(out / "phase1" / "model-best")
-    best_epoch = phase1.metrics["epoch"]
-    final = load_model(out / "model-last")
-    verify_manifest(out / "model-last")  # lineage.json (the recipe record) is hashed in the manifest
-    # Phase 2: exactly phase 1's best epoch count, no early stopping, on train + dev; nothing selected on dev.
-    assert final.config.training.epochs == best_epoch == final.config.training.patience
-    history = json.loads((out / "model-last" / "history.json").read_text())
-    assert [h["epoch"] for h in history] == list(range(1, best_epoch + 1))
-    assert not (out / "model-best").exists()
-    train_s, dev_s = (read_corpus(demo_corpus[k]).sentences for k in ("train", "dev"))
-    prints = final.lineage["corpus_fingerprints"]
-    assert prints["train"] == corpus_fingerprint([*train_s, *dev_s]) and prints["dev"] == corpus_fingerprint(dev_s)
-    assert phase1.lineage["corpus_fingerprints"]["train"] == corpus_fingerprint(train_s)
-    recipe = final.lineage["recipe"]
-    assert recipe["name"] == "final" and recipe["phase"] == 2
-    assert recipe["phase1"]["best_epoch"] == best_epoch and recipe["phase2"]["epochs"] == best_epoch
-    assert recipe["phase1"]["dev_f1"] == pytest.approx(phase1.metrics["dev"]["micro"]["f1"])
-    assert phase1.lineage["recipe"] == {"name": "final", "phase": 1}
-    # The final model was evaluated on test as model-last; the CLI reports it and the recipe.
-    assert final.metrics["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])
-    assert final.metrics["epoch"] == best_epoch and printed["model_dir"] == str(out / "model-last")
-    assert printed["recipe"]["phase1"]["best_epoch"] == best_epoch
-    # A rerun resumes both phases from their checkpoints and trains nothing again.
-    assert main(_train(demo_corpus, out, "--final", "--json")) == 0
-    again = json.loads(capsys.readouterr().out)
-    assert again["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])
+# `train --final` (phase 2 on train + dev for phase 1's best epoch count, its lineage, the rerun) is checked in
+# tests/store/test_cli.py::test_final_recipe_trains_on_train_plus_dev_for_phase1s_epoch_count_and_registers_phase2s_config,
+# on the same run that checks what its `--register` sends to the store (one training instead of two).
 
 
 @pytest.mark.slow
