@@ -15,7 +15,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from nerservice.distil.options import add_teacher_options, check_teacher_options
+from nerservice.distil.options import (
+    add_student_options,
+    add_teacher_options,
+    check_student_options,
+    check_teacher_options,
+)
 from nerservice.distributed.session import run_main
 from nerservice.json_stdout import emit_json
 
@@ -53,6 +58,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    "(one token per line, blank line between sentences; the first column of a TSV), read on the "
                    "driver and shipped to the workers, e.g. other corpora's train + dev files — never test text")
     add_teacher_options(p)  # the same text as `nerservice train`'s
+    add_student_options(p)
     p.add_argument("--no-resume", action="store_true", help="ignore an existing --out/checkpoint")
     p.add_argument("--collective-timeout", type=float, default=600.0, metavar="S",
                    help="seconds a worker waits for its peers in one all-reduce before failing the stage")
@@ -101,7 +107,7 @@ def distil_recipe(spark: Any, args: argparse.Namespace, config: Any, dconfig: An
                             distil_config=dconfig, seeds=args.seeds,
                             folds=DEFAULT_FOLDS if args.folds is None else args.folds, unlabelled=unlabelled,
                             unlabelled_files=args.unlabelled, teacher=teacher, register=args.register,
-                            embeddings=embeddings,
+                            student_overrides=args.student_set, embeddings=embeddings,
                             resume=not args.no_resume, collective_timeout_s=args.collective_timeout, kill=kill,
                             backend=args.backend, scaling=args.scaling, rule=args.lr_rule)
 
@@ -132,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         raise ConfigError("--register/--promote with --seeds: register the ensemble when it is written",
                           hint="nerservice models register NAME OUT/ensemble")
     check_teacher_options(distil=args.distil, teacher=args.teacher, head=args.teacher_head, unlabelled=args.unlabelled)
+    args.student_set = check_student_options(distil=args.distil, items=args.student_set, config=config)
     dconfig = unlabelled = teacher = None
     if args.distil:
         from nerservice.distil.recipe import recipe_distil_config

@@ -5,7 +5,12 @@ import argparse
 from typing import Any
 
 from nerservice.cli.common import add_corpus_options, print_corpus_scores, print_scores, read, reading_options
-from nerservice.distil.options import add_teacher_options, check_teacher_options
+from nerservice.distil.options import (
+    add_student_options,
+    add_teacher_options,
+    check_student_options,
+    check_teacher_options,
+)
 from nerservice.json_stdout import emit_json, json_out
 
 SHORTHANDS = {  # flag → config key; anything else via --set
@@ -56,6 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--unlabelled", nargs="+", default=[], metavar="FILE", help="with --distil: unlabelled text "
                    "for the student, one token per line (IOB files' tags ignored; never test text)")
     add_teacher_options(p)
+    add_student_options(p)
     p.add_argument("--jobs", type=int, default=1, metavar="J", help="with --seeds N or --distil: train up to J "
                    "of the independent runs (the seeds, phase 2's models, the fold teachers) at once, each in its "
                    "own worker process with 1/J of the cores (on a GPU with the JAX backend: J processes share it)")
@@ -110,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--jobs runs one corpus's independent trainings in worker processes; not with "
                           "--corpora or --data-parallel")
     check_teacher_options(distil=args.distil, teacher=args.teacher, head=args.teacher_head, unlabelled=args.unlabelled)
+    args.student_set = check_student_options(distil=args.distil, items=args.student_set, config=config)
     if args.distil:
         return run_distil(args, config)
     if args.folds is not None or args.unlabelled:
@@ -194,7 +201,7 @@ def run_distil(args: argparse.Namespace, config: Any) -> int:
                                                 **({"teacher": args.teacher, "teacher_head": args.teacher_head}
                                                    if teacher else {})},
                           callbacks=store_callbacks(args, config), resume=not args.no_resume,
-                          progress=not args.quiet, teacher=teacher)
+                          progress=not args.quiet, teacher=teacher, student_overrides=args.student_set)
     o = result.student.outcome
     # --teacher: its test figure (distil() scores the teacher it was given), beside the final ensemble's
     unlabelled_test = result.student.teacher_test if teacher else None

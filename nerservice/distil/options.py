@@ -1,12 +1,17 @@
-"""The final-distil recipe's ``--teacher`` / ``--teacher-head`` options, declared and checked once for the two
-shells that run the recipe (``nerservice train`` and ``spark_jobs/train.py``), so their text, defaults and
-refusals cannot drift apart.  Argument parsing only: what the options do is ``distil/recipe.py``'s."""
+"""The final-distil recipe's ``--teacher`` / ``--teacher-head`` and ``--student-set`` options, declared and
+checked once for the two shells that run the recipe (``nerservice train`` and ``spark_jobs/train.py``), so their
+text, defaults and refusals cannot drift apart.  Argument parsing only: what the options do is
+``distil/recipe.py``'s."""
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from nerservice.errors import ConfigError
+
+if TYPE_CHECKING:
+    from nerservice.config import NerConfig
 
 
 def add_teacher_options(p: argparse.ArgumentParser) -> None:
@@ -33,3 +38,25 @@ def check_teacher_options(*, distil: bool, teacher: str | None, head: str | None
     if teacher and not unlabelled:
         raise ConfigError("--teacher labels the --unlabelled text (the labelled text keeps its cross-fitting "
                           "teachers): without --unlabelled it would label nothing", hint="add --unlabelled FILE ...")
+
+
+def add_student_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--student-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="with --distil: a config override for the student alone (repeatable), applied after the "
+                   "recipe's own (phase 1's epoch count, the first seed), e.g. --student-set model.encoder=null: "
+                   "teachers with --encoder label the text, and the deployed student runs without the encoder "
+                   "(about 10x faster on CPU). Recorded in the student's lineage (recipe.student.overrides)")
+
+
+def check_student_options(*, distil: bool, items: Sequence[str], config: "NerConfig") -> list[str]:
+    """``--student-set`` items, refused unless ``--distil``, and applied to ``config`` once here so that an unknown
+    key or a bad value fails before anything trains; returned as given for the recipe."""
+    if items and not distil:
+        raise ConfigError("--student-set configures the distilled student: it belongs to --distil",
+                          hint="--final --seeds 3 --distil --student-set KEY=VALUE")
+    if any(item.strip().startswith("distil.") for item in items):
+        raise ConfigError("--student-set takes the student's config keys; distil.KEY settings go to --set",
+                          hint="--set distil.gold_weight=0.5")
+    if items:
+        config.with_overrides(list(items))
+    return list(items)

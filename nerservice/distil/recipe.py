@@ -14,7 +14,8 @@ took a dozen commands by hand.
    that never saw it, mixed with its gold path (``distil.gold_weight``, 0.5 here), plus ``distil.augment``
    synthetic variants of each sentence (1 here) labelled by the same fold teacher, plus any unlabelled text,
    labelled by the main teacher.  These two settings are session 20's recipe; ``--set distil.KEY=VALUE``
-   changes them.
+   changes them.  ``--student-set KEY=VALUE`` changes the student's own config (not the teachers'): e.g.
+   teachers with a pretrained encoder and a student without one, deployed at the encoder-free model's speed.
 
 ``--teacher REF [--teacher-head NAME]`` (``unlabelled_teacher`` here) replaces the main teacher *in the
 student's stage*: the K blocks cover every labelled row, so every labelled sentence and every variant takes its
@@ -142,10 +143,13 @@ def check_unlabelled_teacher(teacher: Teacher, *, labelled: Sequence[Sentence],
 def cross_fit_teachers(runs: RunMany, config: NerConfig, out: str | Path, *, train: Sequence[Sentence],
                        dev: Sequence[Sentence], test: Sequence[Sentence] | None, seeds: int,
                        folds: int = DEFAULT_FOLDS, sources: dict[str, Any] | None = None,
-                       unlabelled_teacher: Teacher | None = None, progress: bool = True) -> CrossFitTeachers:
+                       unlabelled_teacher: Teacher | None = None, student_overrides: Sequence[str] = (),
+                       progress: bool = True) -> CrossFitTeachers:
     """Stages 1 and 2 above, every training through ``runs`` (in this process, worker processes, or Spark
     barrier stages); the ensembles are saved and scored where this runs.  ``unlabelled_teacher``: ``--teacher``
-    (see above), checked here first and recorded."""
+    (see above), checked here first and recorded.  ``student_overrides`` (``--student-set``): config overrides
+    for the student alone, over the recipe's own (e.g. ``model.encoder=null``: teachers with a pretrained
+    encoder, a student without it); checked before anything trains."""
     t0 = time.perf_counter()
     out, sources = Path(out), dict(sources or {})
     labelled = [*train, *dev]
@@ -153,6 +157,9 @@ def cross_fit_teachers(runs: RunMany, config: NerConfig, out: str | Path, *, tra
     if unlabelled_teacher is not None:
         check_unlabelled_teacher(unlabelled_teacher, labelled=labelled, test=test)
     seed_list = [config.training.seed + i for i in range(seeds)]
+    student_overrides = list(student_overrides)
+    if student_overrides:
+        config.with_overrides(student_overrides)  # a bad key fails here, not after every teacher has trained
 
     def home(folder: Path, seed: int) -> Path:
         return folder if seeds == 1 else folder / f"seed-{seed}"
@@ -199,10 +206,13 @@ def cross_fit_teachers(runs: RunMany, config: NerConfig, out: str | Path, *, tra
         "folds": [{"fold": f.name, "held_out_rows": [f.rows.start, f.rows.stop], "teacher": str(f.teacher_dir),
                    "members": len(f.runs), "held_out_f1": float(f.held_out["micro"]["f1"]),
                    "minutes": round(sum(r.seconds for r in f.runs) / 60, 2)} for f in fold_results],
-        "student": {"epochs": epochs, "seed": seed_list[0], "train": "train + dev", "keep": "model-last"},
+        "student": {"epochs": epochs, "seed": seed_list[0], "train": "train + dev", "keep": "model-last",
+                    **({"overrides": student_overrides} if student_overrides else {})},
     }
+    student_config = phase2_config(config, epochs, seed_list[0])
     return CrossFitTeachers(teachers=main, teacher_dir=teacher_dir, teacher_metrics=teacher_metrics,
-                            folds=fold_results, student_config=phase2_config(config, epochs, seed_list[0]),
+                            folds=fold_results, student_config=student_config.with_overrides(student_overrides)
+                            if student_overrides else student_config,
                             record=record, seconds=time.perf_counter() - t0, unlabelled_teacher=unlabelled_teacher)
 
 
@@ -210,12 +220,15 @@ def final_distil(runs: RunMany, config: NerConfig, distil_config: DistilConfig, 
                  train: Sequence[Sentence], dev: Sequence[Sentence], test: Sequence[Sentence] | None,
                  unlabelled: UnlabelledText | None = None, seeds: int, folds: int = DEFAULT_FOLDS,
                  sources: dict[str, Any] | None = None, callbacks: Sequence[TrainCallback] = (),
-                 resume: bool = True, progress: bool = True, teacher: Teacher | None = None) -> FinalDistilResult:
+                 resume: bool = True, progress: bool = True, teacher: Teacher | None = None,
+                 student_overrides: Sequence[str] = ()) -> FinalDistilResult:
     """The three stages above, the student in this process; ``callbacks`` (e.g. the model store's) see the
-    student's run only.  ``teacher``: the unlabelled text's teacher instead of the recipe's own (``--teacher``)."""
+    student's run only.  ``teacher``: the unlabelled text's teacher instead of the recipe's own (``--teacher``);
+    ``student_overrides``: the student's own config overrides (``--student-set``)."""
     t0 = time.perf_counter()
     t = cross_fit_teachers(runs, config, out, train=train, dev=dev, test=test, seeds=seeds, folds=folds,
-                           sources=sources, unlabelled_teacher=teacher, progress=progress)
+                           sources=sources, unlabelled_teacher=teacher, student_overrides=student_overrides,
+                           progress=progress)
     # 3. the student
     student = distil(t.student_config, distil_config, teacher=t.unlabelled_teacher or folder_teacher(t.teacher_dir),
                      train_data=[*train, *dev], dev_data=dev, test_data=test, unlabelled=unlabelled,

@@ -66,9 +66,11 @@ def spec_lineage(spec: RunSpec) -> tuple[Mapping[str, Sequence[Sentence]], bool]
 def final_distil_job(spark: Any, *, data_dir: str, out: str, world: int, config: NerConfig,
                      distil_config: DistilConfig, seeds: int, folds: int, unlabelled: UnlabelledText | None,
                      unlabelled_files: Sequence[str] = (), teacher: Teacher | None = None,
-                     register: str | None = None, **options: Any) -> dict[str, Any]:
-    """``teacher``: the unlabelled text's (``--teacher``), loaded on the driver.  ``options``: ``run_training``'s
-    (embeddings, resume, backend, scaling, ...).  Returns the job summary."""
+                     register: str | None = None, student_overrides: Sequence[str] = (),
+                     **options: Any) -> dict[str, Any]:
+    """``teacher``: the unlabelled text's (``--teacher``), loaded on the driver.  ``student_overrides``:
+    ``--student-set``.  ``options``: ``run_training``'s (embeddings, resume, backend, scaling, ...).  Returns the
+    job summary."""
     if hadoopfs.exists(spark, hadoopfs.join(data_dir, CORPORA_FILE)):
         raise ConfigError("--distil cross-fits one corpus's train + dev; a multi-corpus model is distilled by "
                           "`nerservice distil --corpora`", hint="train.py --final --seeds N, then nerservice distil "
@@ -80,7 +82,7 @@ def final_distil_job(spark: Any, *, data_dir: str, out: str, world: int, config:
     sources = {"recipe": "final-distil", "unlabelled": list(unlabelled_files)}
     teachers = cross_fit_teachers(spark_runs(spark, data_dir=data_dir, world=world, **options), config, root,
                                   train=train, dev=dev, test=test, seeds=seeds, folds=folds, sources=sources,
-                                  unlabelled_teacher=teacher)
+                                  unlabelled_teacher=teacher, student_overrides=student_overrides)
     student_rows = {**rows, **({"unlabelled": unlabelled_rows(unlabelled)} if unlabelled else {})}
     spec = {"config": distil_config.model_dump(mode="json"),
             "teacher": teacher.info["path"] if teacher else str(teachers.teacher_dir),

@@ -87,6 +87,10 @@ def test_the_recipes_distillation_settings_yield_to_the_users() -> None:
     (["--distil", "--set", "distil.gold_weight=0.5"], "it needs --final"),
     (["--set", "distil.gold_weight=0.5"], "distil.gold_weight"),  # without --distil: an unknown config key
     (["--final", "--distil", "--jobs", "0"], "--jobs 0"),
+    (["--final", "--student-set", "model.encoder=null"], "belongs to --distil"),
+    (["--final", "--distil", "--student-set", "model.nope=1"], "model.nope"),
+    (["--final", "--distil", "--student-set", "model.dropout=7"], "dropout"),
+    (["--final", "--distil", "--student-set", "distil.augment=1"], "distil.KEY settings go to --set"),
     (["--seeds", "2", "--jobs", "65"], "--jobs 65"),
     (["--seeds", "2", "--jobs", "2", "--data-parallel", "2"], "not with --corpora or --data-parallel"),
 ])

@@ -209,6 +209,8 @@ def test_kill_plan_and_executor_env(tmp_path, monkeypatch) -> None:  # noqa: ANN
     (["--final", "--teacher", "m"], "belong to --distil"),
     (["--final", "--distil", "--unlabelled", "u.txt", "--teacher-head", "ncbi"], "needs --teacher"),
     (["--final", "--distil", "--teacher", "m"], "without --unlabelled"),
+    (["--final", "--student-set", "model.encoder=null"], "belongs to --distil"),
+    (["--final", "--distil", "--student-set", "model.nope=1"], "model.nope"),
 ])
 def test_train_job_refuses_bad_seeds_before_spark_starts(argv: list[str], message: str) -> None:
     """spark_jobs/train.py checks --seeds on the driver before a Spark session exists (none is running here)."""
