@@ -57,13 +57,28 @@ def _snapshot(out: Path) -> dict[str, bytes]:
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
 
 
+@pytest.fixture(scope="module")
+def one_epoch_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`_train(out)` once for the module (a run of its own is ~10 s, mostly tracing the step): each test
+    starts from a copy of its folder, which is what its own first `_train(out)` wrote (nothing in a run folder
+    names the folder: identities are the model and the data, not paths)."""
+    out = tmp_path_factory.mktemp("one-epoch") / "o"
+    _train(out)
+    return out
+
+
+def _copy_of(run: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(run, tmp_path / "o"))
+
+
 @pytest.mark.slow
-def test_a_rerun_on_other_data_or_model_is_refused_and_changes_nothing(tmp_path: Path) -> None:
+def test_a_rerun_on_other_data_or_model_is_refused_and_changes_nothing(one_epoch_run: Path, tmp_path: Path) -> None:
     from nerservice.demo_corpus import generate
     from nerservice.errors import CheckpointMismatchError
 
-    out = tmp_path / "o"
-    _train(out)
+    out = _copy_of(one_epoch_run, tmp_path)
     saved = json.loads((out / "checkpoint" / "run.json").read_text())
     assert set(saved) == {"model", "data"}
     before = _snapshot(out)
@@ -78,9 +93,8 @@ def test_a_rerun_on_other_data_or_model_is_refused_and_changes_nothing(tmp_path:
 
 
 @pytest.mark.slow
-def test_a_checkpoint_saved_before_identities_still_resumes(tmp_path: Path) -> None:
-    out = tmp_path / "o"
-    _train(out)
+def test_a_checkpoint_saved_before_identities_still_resumes(one_epoch_run: Path, tmp_path: Path) -> None:
+    out = _copy_of(one_epoch_run, tmp_path)
     (out / "checkpoint" / "run.json").unlink()
     outcome = _train(out, epochs=2)  # nothing recorded to compare: resumed as before
     assert [h["epoch"] for h in outcome.history] == [1, 2]
