@@ -260,6 +260,8 @@
 #      bash bench/gpu/accuracy_device.sh FE`, repeated on the warm machine (~3 calls); then FE without FE_SETTINGS
 #      as the same-session baseline (session 32: compare only within a session). Four corpora, their GloVe rows and
 #      the encoder may pass the carry's 64 MiB (two corpora made 53 MB): then `--only NCBI-disease BC5CDR linnaeus`
+#      (51 MB). Session 39: FE_SETTINGS="--encoder $DD/encoder --student-set model.encoder=null" — encoder teachers,
+#      a student without the encoder (the fast model to deploy); fewer device seconds than an encoder student
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
