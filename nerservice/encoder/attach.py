@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from nerservice.config import NerConfig
-from nerservice.encoder.folder import TextEncoder, load_text_encoder
+from nerservice.encoder.folder import TextEncoder, load_text_encoder, read_encoder_files, weights_fingerprint
 from nerservice.text.vocab import Vocabularies
 
 
@@ -31,3 +31,12 @@ def resolve_encoder(config: NerConfig) -> tuple[NerConfig, TextEncoder | None, d
     record = {"ref": config.model.encoder, "path": str(encoder.path), "weights_sha256": encoder.fingerprint,
               **encoder.shape.model_dump(mode="json")}
     return config, encoder, record
+
+
+def encoder_identity(config: NerConfig) -> tuple[NerConfig, str | None]:
+    """``resolve_encoder``'s config and the weights' sha256 (None without an encoder), without reading the
+    weights into memory: what a finished run's read-back compares with its saved config hash and lineage."""
+    if not config.model.encoder:
+        return resolve_encoder(config)[0], None
+    path, shape, _ = read_encoder_files(config.model.encoder)
+    return config.with_overrides({"model.encoder_shape": shape.model_dump(mode="json")}), weights_fingerprint(path)

@@ -65,6 +65,23 @@ def encoder_folder(ref: str) -> Path:
 
 
 def load_text_encoder(ref: str) -> TextEncoder:
+    path, shape, pieces = read_encoder_files(ref)
+    weights = read_safetensors(path / WEIGHTS)
+    encoder = TextEncoder(path, shape, pieces, weights, weights_fingerprint(path))
+    try:
+        encoder.layer_arrays()
+    except KeyError as exc:
+        raise EmbeddingsError(f"{path}: {WEIGHTS} lacks tensor {exc}") from None
+    return encoder
+
+
+def weights_fingerprint(path: Path) -> str:
+    """The weights file's sha256: the encoder's identity in a model's lineage."""
+    return hashlib.sha256((path / WEIGHTS).read_bytes()).hexdigest()
+
+
+def read_encoder_files(ref: str) -> tuple[Path, EncoderShape, list[str]]:
+    """(folder, sizes, word pieces) of ``ref`` without its weights: what a config records of it."""
     path = encoder_folder(ref)
     try:
         cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
@@ -85,11 +102,4 @@ def load_text_encoder(ref: str) -> TextEncoder:
                          lowercase=bool(tok_cfg.get("do_lower_case", True)))
     if len(pieces) != shape.vocab_size:
         raise EmbeddingsError(f"{path}: vocab.txt has {len(pieces)} pieces, config.json says {shape.vocab_size}")
-    weights = read_safetensors(path / WEIGHTS)
-    fingerprint = hashlib.sha256((path / WEIGHTS).read_bytes()).hexdigest()
-    encoder = TextEncoder(path, shape, pieces, weights, fingerprint)
-    try:
-        encoder.layer_arrays()
-    except KeyError as exc:
-        raise EmbeddingsError(f"{path}: {WEIGHTS} lacks tensor {exc}") from None
-    return encoder
+    return path, shape, pieces

@@ -15,8 +15,10 @@ loop trains no epoch, so the recipe recorded phase 1 as taking 0 minutes.
 - the kept model (model-best, or model-last for ``keep="last"``) was finalised: its metrics hold its epoch and,
   when the request has test data, test scores; its history holds every epoch of the loop state;
 - it was trained on the request's data and config: its lineage's corpus fingerprints (train — with dev in it for
-  ``train_on_dev`` —, dev, test) and config hash are the request's.  A config with a character LM
-  (``model.char_lm``) is never read back: its hash needs the LM loaded, which is most of the set-up saved.
+  ``train_on_dev`` —, dev, test) and config hash are the request's, and a run with ``model.encoder`` holds the
+  same encoder weights (the sha256 in its lineage; the sizes come from the encoder's config.json, the weights
+  are hashed, not loaded).  A config with a character LM (``model.char_lm``) is never read back: its hash needs
+  the LM loaded, which is most of the set-up saved.
 
 Used by ``training.run_pool.run_spec`` (``nerservice train``, in this process or ``--jobs`` workers) and
 ``multi.trainer.multi_runner`` (``--corpora``: the lineage names each corpus's splits ``NAME/train`` ...), and on
@@ -58,7 +60,7 @@ def finished_from(request: RunRequest, corpora: Mapping[str, Sequence[Sentence]]
     from nerservice.lineage import corpus_fingerprint
 
     config = request.config
-    if config.model.char_lm or config.model.encoder:  # their hashes need them loaded: not worth it here
+    if config.model.char_lm:  # its hash needs the LM loaded: not worth it here
         return None
     checkpoint = readable(request.out_dir / CHECKPOINT)
     kept = request.out_dir / (LAST if request.keep == "last" else BEST)
@@ -75,7 +77,9 @@ def finished_from(request: RunRequest, corpora: Mapping[str, Sequence[Sentence]]
         return None
     if "epoch" not in metrics or (has_test and "test" not in metrics) or len(history) != epochs_done:
         return None
-    if lineage.get("config_hash") != _saved_config_hash(request) or \
+    config_hash, encoder_sha = _saved_config_hash(request)
+    if lineage.get("config_hash") != config_hash or \
+            (encoder_sha is not None and (lineage.get("encoder") or {}).get("weights_sha256") != encoder_sha) or \
             lineage.get("corpus_fingerprints") != {name: corpus_fingerprint(s) for name, s in corpora.items()}:
         return None
     done = RunSummary(model_dir=kept, best_epoch=int(metrics["epoch"]), epochs_run=epochs_done,
@@ -89,10 +93,13 @@ def finished_from(request: RunRequest, corpora: Mapping[str, Sequence[Sentence]]
     return done
 
 
-def _saved_config_hash(request: RunRequest) -> str:
-    """The config hash ``train()`` records: the request's config as the run saves it."""
+def _saved_config_hash(request: RunRequest) -> tuple[str, str | None]:
+    """The config hash ``train()`` records — the request's config as the run saves it, with its encoder's sizes —
+    and the encoder weights' sha256 its lineage must hold (None: no encoder)."""
     from nerservice.charlm.attach import resolve_char_lm
+    from nerservice.encoder.attach import encoder_identity
     from nerservice.training.trainer import config_with_vectors
 
     config, _, _ = resolve_char_lm(config_with_vectors(request.config, request.config.model.embeddings))
-    return config.fingerprint()
+    config, encoder_sha = encoder_identity(config)
+    return config.fingerprint(), encoder_sha

@@ -147,22 +147,34 @@ def test_the_final_distil_recipe_takes_the_encoder_into_every_model_and_encodes_
     assert len(cache) == 3 and n > 240  # the 240 labelled sentences and their synthetic variants
     assert all(c["encoded_sentences"] == n and c["kept_sentences"] == n for c in cache)
 
-    # The same run with --student-set model.encoder=null: the finished teachers resume with no epoch left (an
-    # encoder run is not read back, finished.py), and the student alone trains again, without the encoder (the
-    # fast model to deploy), on the encoder teachers' targets
-    teachers = {name: (out / name / "history.json").read_text() for name in kept[:-1]}
+    # The same run with --student-set model.encoder=null: the finished teachers are read back from their folders
+    # (not rebuilt or rewritten: finished.py, the encoder's weights hashed, not loaded), and the student alone
+    # trains again, without the encoder (the fast model to deploy), on the encoder teachers' targets
+    teachers = {name: (out / name / "model.weights.h5").stat().st_mtime_ns for name in kept[:-1]}
     shutil.rmtree(out / "student")
     assert main(["train", "--train", str(corpus["train"]), "--dev", str(corpus["dev"]), "--test", str(corpus["test"]),
                  "--out", str(out), "--quiet", "--encoder", str(folder), "--final", "--seeds", "1", "--distil",
                  "--student-set", "model.encoder=null",
                  *tiny_sets(**{"training.epochs": 3, "training.patience": 2, "model.lstm_layers": 1})]) == 0
-    assert {name: (out / name / "history.json").read_text() for name in kept[:-1]} == teachers
+    assert {name: (out / name / "model.weights.h5").stat().st_mtime_ns for name in kept[:-1]} == teachers
     config = json.loads((student / "config.json").read_text())["model"]
     assert config["encoder"] is None and config["encoder_shape"] is None
     lineage = json.loads((student / "lineage.json").read_text())
     assert "encoder" not in lineage and lineage["recipe"]["student"]["overrides"] == ["model.encoder=null"]
     assert not any("encoder_cache" in r for r in json.loads((student / "history.json").read_text()))
     assert json.loads((out / "fold-1of2" / "model-last" / "config.json").read_text())["model"]["encoder"] == str(folder)
+
+    # ... but not once the encoder's weights have changed (same sizes, other values): that run trains again
+    from nerservice.config import NerConfig
+    from nerservice.data.readers import read_corpus
+    from nerservice.training.finished import finished_run
+    from nerservice.training.recipes import RunRequest
+
+    phase1 = RunRequest(NerConfig.load(out / "phase1" / "model-best" / "config.json"), out / "phase1")
+    splits = [read_corpus(corpus[s]).sentences for s in ("train", "dev", "test")]
+    assert finished_run(phase1, *splits) is not None
+    write_encoder(folder, seed=1)
+    assert finished_run(phase1, *splits) is None
 
 @pytest.mark.parametrize("rate", [0.0, 0.5])
 def test_encoder_dropout_drops_only_the_encoder_features_and_only_in_training(rate: float, tmp_path: Path) -> None:
