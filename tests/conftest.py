@@ -129,7 +129,28 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):  # noqa: ANN001,ANN
     return UnitScheduling(config, log)
 
 
+# --- The serial tier: `make test` then runs `pytest -m serial` alone, a process of its own for the one or two tests
+# marked serial. Importing every test module only to deselect all but those took ~15 s (TensorFlow, JAX, pyspark,
+# schemathesis ... at module level) of a tier nothing else runs beside. With exactly that marker expression, a
+# test file whose text never says "serial" is not imported: it cannot mark a test serial. Every other run
+# collects everything, and checks (below) that each serial test's file does say it.
+def _says_serial(path: Path) -> bool:
+    return "serial" in path.read_text(encoding="utf-8", errors="replace")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if config.getoption("markexpr", "") != "serial" or not collection_path.is_file():
+        return None
+    if not (collection_path.name.startswith("test_") and collection_path.suffix == ".py"):
+        return None
+    return None if _says_serial(collection_path) else True
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unsaid = sorted({str(i.path) for i in items if i.get_closest_marker("serial") and not _says_serial(Path(i.path))})
+    if unsaid:
+        raise pytest.UsageError(f"{unsaid} mark tests serial without the word in the file (a conftest hook?): "
+                                "`pytest -m serial` skips importing such files (tests/conftest.py)")
     stray = sorted({i.nodeid.split("::", 1)[0] for i in items if "spark_cluster" in getattr(i, "fixturenames", ())}
                    - SPARK_CLUSTER_FILES)
     if stray:
