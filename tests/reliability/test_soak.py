@@ -22,8 +22,11 @@ SOAK_SECONDS = float(os.environ.get("NERSERVICE_SOAK_SECONDS", "30"))
 
 
 @pytest.fixture()
-def soak_server(tiny_model_dir: Path, tmp_path: Path) -> Server:
-    server = start_server({"NERSERVICE_API_MODEL": str(tiny_model_dir)}, log_path=tmp_path / "server.log")
+def soak_server(tiny_random_model_dir: Path, tmp_path: Path) -> Server:
+    # The random-weight tiny model (tests/conftest.py): the trained one's network, vocabularies and tag set, so
+    # every request costs the server what it would with trained weights, and nothing asserted here reads a
+    # prediction. The serial tier runs in a process of its own, where training the tiny model first took ~20 s.
+    server = start_server({"NERSERVICE_API_MODEL": str(tiny_random_model_dir)}, log_path=tmp_path / "server.log")
     try:
         yield server
     finally:
