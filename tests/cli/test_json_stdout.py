@@ -61,21 +61,34 @@ def test_a_real_process_writes_only_json_on_fd_1(tiny_random_model_dir: Path, tm
 @pytest.mark.slow
 def test_train_seeds_in_worker_processes_json_is_the_whole_stdout(demo_corpus, tmp_path: Path, capfd) -> None:
     """Not --quiet, --jobs 2: the parent's reading report and pool lines, and on a rerun with more epochs the
-    workers' own "resuming from ..." lines (their inherited fd 1: capfd captures at the fd level), all on stderr."""
+    workers' own "resuming from ..." lines (their inherited fd 1: capfd captures at the fd level), all on stderr.
+    The same run checks what --seeds makes: one member per seed (in two worker processes, training/run_pool.py)
+    and OUT/ensemble, scored on dev and test, whose test figure is the one printed."""
+    from nerservice.artifacts.ensemble_folder import is_ensemble_dir
+    from nerservice.artifacts.formats import load_model
+
     sets = [x for k, v in {**TINY_OVERRIDES, "training.epochs": 2, "model.lstm_layers": 1}.items()
             for x in ("--set", f"{k}={json.dumps(v)}")]
     out = tmp_path / "seeds"
-    args = ["train", "--train", str(demo_corpus["train"]), "--dev", str(demo_corpus["dev"]), "--out", str(out),
-            "--seeds", "2", "--jobs", "2", "--json", *sets]
+    args = ["train", "--train", str(demo_corpus["train"]), "--dev", str(demo_corpus["dev"]), "--test",
+            str(demo_corpus["test"]), "--out", str(out), "--seeds", "2", "--jobs", "2", "--json", *sets]
     assert main(args) == 0
     captured = capfd.readouterr()
     printed = json.loads(captured.out)
-    assert printed["model_dir"] == str(out / "ensemble") and printed["test"] is None
+    assert printed["model_dir"] == str(out / "ensemble") and printed["test"]["micro"]["f1"] >= 0.0
     assert "train: 400 sentences" in captured.err and "2 runs, 2 at a time in worker processes" in captured.err
     assert "dev (2-model ensemble)" not in captured.err  # --json: the document instead of the score table
     # One epoch more: each worker resumes its run and prints where from (a finished run would be read back
     # from its folder without a worker line: training/finished.py).
     assert main([*args, "--set", "training.epochs=3"]) == 0
     captured = capfd.readouterr()
-    assert json.loads(captured.out)["model_dir"] == str(out / "ensemble")
+    printed = json.loads(captured.out)
+    assert printed["model_dir"] == str(out / "ensemble")
     assert captured.err.count("resuming from") == 2 and "after epoch 2" in captured.err
+    seed = TINY_OVERRIDES["training.seed"]
+    members = [out / f"seed-{s}" / "model-best" for s in (seed, seed + 1)]
+    assert [load_model(m).config.training.seed for m in members] == [seed, seed + 1]
+    assert is_ensemble_dir(out / "ensemble")
+    ens = load_model(out / "ensemble")
+    assert set(ens.metrics) == {"dev", "test"}
+    assert ens.metrics["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])

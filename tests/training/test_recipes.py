@@ -1,7 +1,6 @@
 """Multi-run recipes (``nerservice train --final`` / ``--seeds N``): what is trained, kept and recorded."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -44,21 +43,3 @@ def test_bad_recipe_options_are_coded_errors_before_training(demo_corpus, tmp_pa
 # `train --final` (phase 2 on train + dev for phase 1's best epoch count, its lineage, the rerun) is checked in
 # tests/store/test_cli.py::test_final_recipe_trains_on_train_plus_dev_for_phase1s_epoch_count_and_registers_phase2s_config,
 # on the same run that checks what its `--register` sends to the store (one training instead of two).
-
-
-@pytest.mark.slow
-def test_seeds_make_an_ensemble_folder(demo_corpus, tmp_path: Path, capsys) -> None:
-    from nerservice.artifacts.ensemble_folder import is_ensemble_dir
-    from nerservice.artifacts.formats import load_model
-
-    out = tmp_path / "seeds"
-    # --jobs 2: the two seeds in two worker processes (training/run_pool.py)
-    assert main(_train(demo_corpus, out, "--seeds", "2", "--set", "training.epochs=3", "--json", "--jobs", "2")) == 0
-    printed = json.loads(capsys.readouterr().out)
-    seed = TINY_OVERRIDES["training.seed"]
-    members = [out / f"seed-{s}" / "model-best" for s in (seed, seed + 1)]
-    assert [load_model(m).config.training.seed for m in members] == [seed, seed + 1]
-    assert is_ensemble_dir(out / "ensemble") and printed["model_dir"] == str(out / "ensemble")
-    ens = load_model(out / "ensemble")
-    assert set(ens.metrics) == {"dev", "test"}
-    assert ens.metrics["test"]["micro"]["f1"] == pytest.approx(printed["test"]["micro"]["f1"])
