@@ -262,6 +262,8 @@
 #      the encoder may pass the carry's 64 MiB (two corpora made 53 MB): then `--only NCBI-disease BC5CDR linnaeus`
 #      (51 MB). Session 39: FE_SETTINGS="--encoder $DD/encoder --student-set model.encoder=null" — encoder teachers,
 #      a student without the encoder (the fast model to deploy); fewer device seconds than an encoder student
+# Session 39: EE (below): the final recipe's phase 2 on NCBI-disease with and without the encoder, 3 seeds each, and
+#   each variant's 3-model ensemble on test (DEVDATA=.devdata/fe2: --only NCBI-disease BC5CDR --encoder, 42 MB)
 # Calls B-R ran "the defaults" of their session: batch 32 at 1e-3 without warm-up (and, before session 9, without
 # the gazetteer); to reproduce one today, add $B32 (and --set model.gazetteer=false before session 9) to its runs.
 # Nine to ten trainings share the GPU in B and C: their tokens/s are not benchmarks; F1 is what they are for.
@@ -836,6 +838,17 @@ EF)  # session 35: phase 2 of the final recipe, defaults and EF_SETTINGS, EF_EPO
   run_seeds ${EN_TIMEOUT:-565} 9 ef-base final-base "--train-on-dev --set training.epochs=${B_EPOCHS:?}" $C & p1=$!
   run_seeds ${EN_TIMEOUT:-565} 9 ef-enc final-enc "--train-on-dev --set training.epochs=${EF_EPOCHS:?} ${EF_SETTINGS:?}" $C & p2=$!
   wait $p1 $p2 ;;
+EE)  # session 39: EF on NCBI-disease in one call (31 epochs without, 21 with the encoder, the mean best epochs of
+  # sessions 35-36) and then each variant's three models as one ensemble scored on test: the teacher the
+  # final-distil recipe would distil (FE), measured where FE itself did not fit the session's device time
+  C=NCBI-disease; export XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0"
+  run_seeds ${EN_TIMEOUT:-430} 6.5 ef-base final-base "--train-on-dev --set training.epochs=31" $C & p1=$!
+  run_seeds ${EN_TIMEOUT:-430} 6.5 ef-enc final-enc "--train-on-dev --set training.epochs=21 $ENC_D50" $C & p2=$!
+  wait $p1 $p2
+  for v in base enc; do
+    timeout $((590 - SECONDS)) python3 -m nerservice.cli.main ensemble /tmp/ef-$v-$C-{42,1,2}/model-last \
+      --out /tmp/ee-$v --test $D/$C/test.tsv --json > $R/ensemble-$v.json 2> $R/ensemble-$v.log
+  done ;;
 EN)  # session 34: a frozen pretrained encoder (model.encoder, MiniLM-L6) beside the same defaults without it
   C=${EN_CORPUS:-NCBI-disease}
   run_seeds ${EN_TIMEOUT:-560} ${EN_CAP:-8} en-base base "" $C & p1=$!
