@@ -77,7 +77,11 @@ def load_text_encoder(ref: str) -> TextEncoder:
 
 def weights_fingerprint(path: Path) -> str:
     """The weights file's sha256: the encoder's identity in a model's lineage."""
-    return hashlib.sha256((path / WEIGHTS).read_bytes()).hexdigest()
+    try:
+        return hashlib.sha256((path / WEIGHTS).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise EmbeddingsError(f"cannot read the encoder's weights {path / WEIGHTS}: {exc}",
+                              hint="a folder with config.json, vocab.txt and model.safetensors") from None
 
 
 def read_encoder_files(ref: str) -> tuple[Path, EncoderShape, list[str]]:

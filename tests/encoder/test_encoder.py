@@ -93,6 +93,17 @@ def test_bad_folders_and_a_missing_package_are_coded_errors(encoder_dir: Path, t
         with pytest.raises(EmbeddingsError, match=message) as err:
             folder_mod.load_text_encoder(ref)
         assert err.value.code == "NER300"
+    # what a finished run's read-back asks of the folder (its sizes, its weights' sha256): the same coded errors
+    weightless = tmp_path / "weightless"
+    shutil.copytree(encoder_dir, weightless)
+    (weightless / "model.safetensors").unlink()
+    from nerservice.config import NerConfig
+    from nerservice.encoder.attach import encoder_identity
+
+    for ref, message in ((str(weightless), "cannot read the encoder's weights"), (str(tmp_path / "arch"), "GELU")):
+        with pytest.raises(EmbeddingsError, match=message) as err:
+            encoder_identity(NerConfig().with_overrides({"model.encoder": ref}))
+        assert err.value.code == "NER300"
 
 
 def test_layer_matches_bert_written_in_numpy(layer, encoder_dir: Path) -> None:  # type: ignore[no-untyped-def]
