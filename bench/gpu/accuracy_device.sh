@@ -786,9 +786,10 @@ FE)  # session 38 (prepared): BF on CORPUS (default NCBI-disease) with FE_SETTIN
     > $R/final-distil-$C-$S.json 2>> $R/final-distil-$C-$S.log &
   wait_capped $! ;;
 ES)  # session 40: the final-distil recipe on CORPUS (default NCBI-disease) with GloVe teachers, twice from the same
-  # teachers: first its GloVe student (kept as /tmp/es-$S/student-glove), then a student with the encoder
-  # (--student-set model.encoder=$DD/encoder). Repeat on the warm machine until $R/es-enc-$C-$S.json is not empty:
-  # each call resumes every run from its checkpoint; finished teachers are read back, not trained again.
+  # teachers: first a student with the encoder (--student-set model.encoder=$DD/encoder; kept as
+  # /tmp/es-C-S/student-enc), then, where device time is left, its GloVe student. Repeat on the warm machine until
+  # $R/es-enc-$C-$S.json (then es-glove) is not empty: each call resumes every run from its checkpoint; finished
+  # teachers are read back, not trained again. The unlabelled text: every other corpus's train + devel in $D.
   C=${CORPUS:-NCBI-disease}; S=${SEED:-42}; U=""; O=/tmp/es-$C-$S; export XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0"
   for c in $(ls $D); do [ -d $D/$c ] && [ $c != $C ] && U="$U $D/$c/train.tsv $D/$c/devel.tsv"; done
   es() {  # es TAG [--student-set ...]
@@ -798,10 +799,10 @@ ES)  # session 40: the final-distil recipe on CORPUS (default NCBI-disease) with
       --set training.bucket_size=32 "$@" --quiet --json --out $O > $R/es-$tag-$C-$S.json 2>> $R/es-$tag-$C-$S.log &
     wait_capped $!
   }
-  [ -s $R/es-glove-$C-$S.json ] || es glove
-  if [ -s $R/es-glove-$C-$S.json ] && [ ! -s $R/es-enc-$C-$S.json ]; then
-    [ -d $O/student-glove ] || mv $O/student $O/student-glove
-    es enc --student-set model.encoder=$PWD/$DD/encoder
+  [ -s $R/es-enc-$C-$S.json ] || es enc --student-set model.encoder=$PWD/$DD/encoder
+  if [ -s $R/es-enc-$C-$S.json ] && [ ! -s $R/es-glove-$C-$S.json ]; then
+    [ -d $O/student-enc ] || mv $O/student $O/student-enc
+    es glove
   fi
   for f in $(find $O -name metrics.json -not -path '*checkpoint*'); do g=${f#/tmp/}; cp $f $R/${g//\//-}; done ;;
 PF)
