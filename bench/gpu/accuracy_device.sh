@@ -789,9 +789,10 @@ ES)  # session 40: the final-distil recipe on CORPUS (default NCBI-disease) with
   # teachers: first a student with the encoder (--student-set model.encoder=$DD/encoder; kept as
   # /tmp/es-C-S/student-enc), then, where device time is left, its GloVe student. Repeat on the warm machine until
   # $R/es-enc-$C-$S.json (then es-glove) is not empty: each call resumes every run from its checkpoint; finished
-  # teachers are read back, not trained again. The unlabelled text: every other corpus's train + devel in $D.
+  # teachers are read back, not trained again. The unlabelled text: every other corpus's train + devel in $D
+  # (ES_UNLABELLED=0: none, the labelled text and its variants only).
   C=${CORPUS:-NCBI-disease}; S=${SEED:-42}; U=""; O=/tmp/es-$C-$S; export XLA_FLAGS="${XLA_FLAGS:-} --xla_gpu_autotune_level=0"
-  for c in $(ls $D); do [ -d $D/$c ] && [ $c != $C ] && U="$U $D/$c/train.tsv $D/$c/devel.tsv"; done
+  [ "${ES_UNLABELLED:-1}" = 0 ] || for c in $(ls $D); do [ -d $D/$c ] && [ $c != $C ] && U="$U $D/$c/train.tsv $D/$c/devel.tsv"; done
   es() {  # es TAG [--student-set ...]
     local tag=$1; shift
     setsid python3 -m nerservice.cli.main train --train $D/$C/train.tsv --dev $D/$C/devel.tsv --test $D/$C/test.tsv \
