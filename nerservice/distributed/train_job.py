@@ -178,7 +178,7 @@ def summarize(results: list[dict[str, Any]], *, data: dict[str, list[Row]], seco
     chief = results[0]
     digests = [r["weights_digest"] for r in results]
     workers = [{k: r[k] for k in ("rank", "host", "hostname", "port", "pid", "cuda_visible_devices", "weights_digest",
-                                  "shard_epoch1", "loop_seconds", "stage_id", "task_attempt_id")}
+                                  "shard_epoch1", "loop_seconds", "stage_id", "task_attempt_id", "task_tempdir")}
                | {"timings": r.get("timings", {})} for r in results]
     summary = {k: v for k, v in chief.items() if k not in workers[0]}
     train_tokens = sum(len(r[0]) for r in data["train"])

@@ -31,6 +31,7 @@ from nerservice.distributed.faults import KillPlan, arm
 from nerservice.distributed.gpu import gpu_env
 from nerservice.distributed.rendezvous import Peer, agree, rendezvous, tf_config
 from nerservice.distributed.shards import shard_of_epoch
+from nerservice.distributed.task_tempdir import task_tempdir
 from nerservice.errors import DistributedError, PromotionRefusedError
 from nerservice.training.resume import run_checkpoint_epoch
 
@@ -157,8 +158,9 @@ def run_worker(spec: TrainSpec, data: dict[str, Any], context: Any) -> dict[str,
                                   "TF_CONFIG": tf_config(peers, rank) if multi_tf else None}
     env.update(gpu_env(context.resources()))
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-    with scoped_environ(env):
+    with scoped_environ(env), task_tempdir() as scratch:  # the worker ends with os._exit: see task_tempdir.py
         result = _train(spec, data, rank=rank, peers=peers)
+    result["task_tempdir"] = scratch.report()
     context.barrier()  # finish together: a rank that fails after training still fails the whole stage
     result["timings"] = {"rendezvous_s": rendezvous_s, **result.get("timings", {}),
                          "task_s": time.perf_counter() - started}

@@ -101,6 +101,10 @@ def test_two_workers_train_identical_weights_pinned_and_registered(trained, prep
     workers = summary["workers"]
     assert [w["rank"] for w in workers] == [0, 1] and len({w["pid"] for w in workers}) == 2
     assert workers[0]["weights_digest"] == workers[1]["weights_digest"] and summary["weights_identical"]
+    # Each task's TensorFlow-generated sources went into its own temporary folder and left with it: the worker
+    # ends with os._exit, where TensorFlow's own atexit clean-up never runs (distributed/task_tempdir.py).
+    scratch = [w["task_tempdir"] for w in workers]
+    assert all(t["generated_removed"] > 0 and not t["left"] and not Path(t["path"]).exists() for t in scratch)
     # Each task pinned to the fake GPU its worker advertised (a different one per worker).
     assert sorted(w["cuda_visible_devices"] for w in workers) == ["0", "1"]
     # The shards partition every global batch: together they are the whole epoch.
